@@ -1,0 +1,28 @@
+"""dpjax: exact inference from differentially private releases, as a NumPyro extension."""
+
+from . import infer, mechanisms
+from .mechanisms import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    clamp,
+    normalize,
+)
+from .primitives import privatized
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "Mechanism",
+    "clamp",
+    "infer",
+    "mechanisms",
+    "normalize",
+    "privatized",
+]

@@ -1,0 +1,341 @@
+"""``DataAugmentationKernel``: exact MCMC for p(θ, x | s_dp) (Ju, Awan, Gong & Rao, Algorithm 1).
+
+One iteration: θ | x (an inner NUTS/HMC on the model with the records conditioned, or a user's
+exact conditional draw), then one sweep of independence-Metropolis updates of the latent
+records with proposals from the model itself and acceptance ratio η(s|T*) / η(s|T).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import random
+from numpyro import handlers
+from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
+from numpyro.infer.hmc import HMC
+from numpyro.infer.mcmc import MCMCKernel
+from numpyro.primitives import Messenger
+from numpyro.util import is_prng_key
+
+from ..primitives import INFER_KEY, PrivatizedInfo, record_statistics
+from .record_sweep import accept_records, record_sweep
+
+__all__ = ["DAState", "DataAugmentationKernel"]
+
+
+class DAState(NamedTuple):
+    """State of :class:`DataAugmentationKernel`.
+
+    - **z** – constrained θ (and the latent records when ``store_records=True``); collected.
+    - **records** – current latent records (records along axis 0); not collected by default.
+    - **statistics** – ``{site: T}``, the confidential statistic of the imputed database.
+    - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
+    - **record_accept_rate** – mean record acceptance probability of the last sweep.
+    - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
+    - **rng_key** – PRNG key for the next iteration.
+    """
+
+    z: dict
+    records: dict
+    statistics: dict
+    theta_state: Any
+    record_accept_rate: jax.Array
+    accept_prob: jax.Array
+    diverging: jax.Array
+    rng_key: jax.Array
+
+
+class _Spec(NamedTuple):
+    """Static roles of the model's sites, read once from a prototype trace."""
+
+    privatized: tuple[tuple[str, PrivatizedInfo], ...]
+    theta: tuple[str, ...]
+    latent_records: tuple[str, ...]
+    public_records: tuple[str, ...]
+
+
+class _MaskPrivatized(Messenger):
+    """Drop privatized sites from the log density: θ | x does not depend on the release."""
+
+    def process_message(self, msg):
+        if msg["type"] == "sample" and INFER_KEY in (msg.get("infer") or {}):
+            msg["fn"] = msg["fn"].mask(False)
+
+
+def _theta_given_records(model, *args, **kwargs):
+    with _MaskPrivatized():
+        return model(*args, **kwargs)
+
+
+def _hidden_records(model, hidden, *args, **kwargs):
+    with handlers.block(hide=list(hidden)), handlers.seed(rng_seed=0):
+        return model(*args, **kwargs)
+
+
+def _model_spec(tr) -> _Spec:
+    privatized = tuple(
+        (name, site["infer"][INFER_KEY])
+        for name, site in tr.items()
+        if site["type"] == "sample" and INFER_KEY in (site.get("infer") or {})
+    )
+    if not privatized:
+        raise ValueError("The model has no dpjax.privatized(...) site.")
+    for name, _ in privatized:
+        if not tr[name]["is_observed"]:
+            raise ValueError(f"privatized site {name!r} needs the observed release: pass `obs=`.")
+    plates = {info.plate for _, info in privatized}
+    if len(plates) != 1:
+        raise ValueError(f"All privatized sites must share one records plate, got {sorted(plates)}.")
+    plate = plates.pop()
+    known = [k for k, s in tr.items() if s["type"] == "plate"]
+    if plate not in known:
+        raise ValueError(f"Records plate {plate!r} is not a plate of the model; plates: {known}.")
+    size = tr[plate]["args"][0]
+    names = {name for name, _ in privatized}
+    in_plate = {}
+    for name, site in tr.items():
+        if site["type"] != "sample" or name in names:
+            continue
+        frame = next((f for f in site["cond_indep_stack"] if f.name == plate), None)
+        if frame is None:
+            continue
+        if frame.dim != -len(site["fn"].batch_shape) or jnp.shape(site["value"])[0] != size:
+            raise ValueError(
+                f"Site {name!r}: the records plate {plate!r} must be its outermost batch "
+                "dimension (records along axis 0)."
+            )
+        in_plate[name] = site
+    for pname, info in privatized:
+        missing = [k for k in info.record_sites if k not in in_plate]
+        if missing:
+            raise ValueError(
+                f"privatized site {pname!r}: records {missing} are not sample sites inside "
+                f"plate {plate!r}."
+            )
+    latent_records = tuple(k for k, s in in_plate.items() if not s["is_observed"])
+    if not latent_records:
+        raise ValueError(f"Plate {plate!r} has no latent record sites to impute.")
+    theta = tuple(
+        k for k, s in tr.items()
+        if s["type"] == "sample" and not s["is_observed"] and k not in in_plate
+    )
+    public = tuple(k for k, s in in_plate.items() if s["is_observed"])
+    return _Spec(privatized, theta, latent_records, public)
+
+
+class DataAugmentationKernel(MCMCKernel):
+    """Data-augmentation MCMC for a model with ``dpjax.privatized`` sites.
+
+    Targets p(θ, x | s_dp) exactly; θ draws are collected, the imputed database is not (unless
+    ``store_records=True``). Use it like any NumPyro kernel::
+
+        mcmc = MCMC(DataAugmentationKernel(model), num_warmup=500, num_samples=1000)
+        mcmc.run(rng_key, *model_args)
+
+    :param model: a NumPyro model with one or more :func:`dpjax.privatized` sites over one
+        records plate.
+    :param inner_kernel: HMC/NUTS instance used for θ | x (default ``NUTS(model)``); it sees the
+        model with the latent records conditioned and the privatized sites masked.
+    :param theta_update: exact conditional ``theta_update(rng_key, records, params) -> params``
+        (e.g. a conjugate draw) used instead of the inner kernel. ``records`` holds every record
+        site (latent and public) with records along axis 0; ``params`` the constrained θ sites.
+    :param store_records: also collect the latent records at every draw (memory O(n) per draw).
+
+    Extra fields for ``MCMC.run(..., extra_fields=...)`` and ArviZ: ``record_accept_rate``,
+    ``accept_prob``, ``diverging`` (collected by default) and ``statistics``.
+
+    **Example**
+
+    >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
+    >>> from numpyro.infer import MCMC
+    >>> def model(n, s_dp=None):
+    ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    ...     with numpyro.plate("people", n):
+    ...         x = numpyro.sample("x", dist.Bernoulli(p))
+    ...     dpjax.privatized("count", dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0),
+    ...                      lambda r: r["x"], {"x": x}, plate="people", obs=s_dp)
+    >>> mcmc = MCMC(dpjax.infer.DataAugmentationKernel(model), num_warmup=200,
+    ...             num_samples=200, progress_bar=False)
+    >>> mcmc.run(jax.random.key(0), 50, jnp.array(20.3))
+    >>> mcmc.get_samples()["p"].shape
+    (200,)
+    """
+
+    sample_field = "z"
+
+    def __init__(
+        self,
+        model: Callable | None = None,
+        *,
+        inner_kernel: HMC | None = None,
+        theta_update: Callable | None = None,
+        store_records: bool = False,
+    ):
+        if inner_kernel is not None and theta_update is not None:
+            raise ValueError("Give `inner_kernel` or `theta_update`, not both.")
+        if inner_kernel is not None:
+            if not isinstance(inner_kernel, HMC):
+                raise ValueError("`inner_kernel` must be a numpyro HMC or NUTS instance.")
+            if model is not None and inner_kernel.model is not model:
+                raise ValueError("`inner_kernel` must be built on the same `model`.")
+            model = inner_kernel.model
+        if model is None or not callable(model):
+            raise ValueError("`model` must be a NumPyro model (a callable).")
+        if theta_update is not None and not callable(theta_update):
+            raise ValueError("`theta_update` must be a callable (rng_key, records, params) -> params.")
+        if inner_kernel is None and theta_update is None:
+            from numpyro.infer import NUTS
+
+            inner_kernel = NUTS(model)
+        self._model = model
+        self._theta_update = theta_update
+        self._inner = (
+            None if inner_kernel is None
+            else inner_kernel.wrap_model(lambda m: conditioned(partial(_theta_given_records, m)))
+        )
+        self._store_records = bool(store_records)
+        self._spec: _Spec | None = None
+        self._sample_fn = None
+
+    # ---------------------------------------------------------------- NumPyro-facing
+    @property
+    def model(self):
+        """The model as ArviZ should see it: with the records stored it is the user's model;
+        otherwise record sites and privatized sites are hidden, since the posterior holds θ
+        only and the marginal likelihood of the release is intractable."""
+        if self._store_records or self._spec is None:
+            return self._model
+        hidden = [n for n, _ in self._spec.privatized]
+        hidden += list(self._spec.latent_records + self._spec.public_records)
+        return partial(_hidden_records, self._model, hidden)
+
+    @property
+    def default_fields(self):
+        fields = ("z", "record_accept_rate")
+        return fields if self._inner is None else fields + ("accept_prob", "diverging")
+
+    def get_diagnostics_str(self, state):
+        text = f"rec. acc. {float(state.record_accept_rate):.2f}"
+        if self._inner is not None:
+            hs = state.theta_state
+            text += (
+                f" | θ: {int(hs.num_steps)} steps of size {float(hs.adapt_state.step_size):.2e},"
+                f" acc. prob {float(hs.mean_accept_prob):.2f}"
+            )
+        return text
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return lambda z: z  # z already holds constrained values
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
+        init_one = partial(
+            self._init_one, num_warmup=num_warmup, init_params=init_params,
+            model_args=model_args, model_kwargs=model_kwargs,
+        )
+        if is_prng_key(rng_key):
+            self._sample_fn = self._sample_one
+            return init_one(rng_key)
+        self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
+        return jax.vmap(init_one)(rng_key)
+
+    def sample(self, state, model_args, model_kwargs):
+        if self._sample_fn is None:
+            raise RuntimeError("Call `init` before `sample`.")
+        return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+
+    # ---------------------------------------------------------------- internals
+    def _simulate(self, rng_key, theta, model_args, model_kwargs):
+        """One vectorised model call: fresh records x* ~ f(·|θ) for every slot, plus the public
+        record values and the releases (constants that XLA folds away where unused)."""
+        spec = self._spec
+        model = handlers.seed(handlers.condition(self._model, data=theta), rng_key)
+        tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
+        proposals = {k: tr[k]["value"] for k in spec.latent_records}
+        public = {k: tr[k]["value"] for k in spec.public_records}
+        releases = tuple(jnp.asarray(tr[n]["value"]) for n, _ in spec.privatized)
+        return proposals, public, releases
+
+    def _per_record(self, full_records):
+        return tuple(
+            record_statistics(info.statistic, {k: full_records[k] for k in info.record_sites})
+            for _, info in self._spec.privatized
+        )
+
+    def _z(self, theta, records):
+        return {**theta, **records} if self._store_records else dict(theta)
+
+    def _theta_step(self, rng_key, state, theta, public, model_args, model_kwargs):
+        if self._inner is None:
+            new = self._theta_update(rng_key, {**public, **state.records}, theta)
+            if not isinstance(new, dict) or set(new) != set(self._spec.theta):
+                raise ValueError(
+                    f"`theta_update` must return a dict with keys {sorted(self._spec.theta)}, "
+                    f"got {sorted(new) if isinstance(new, dict) else type(new).__name__}."
+                )
+            new = {k: jnp.asarray(v, jnp.result_type(theta[k])) for k, v in new.items()}
+            return new, (), jnp.array(1.0), jnp.array(False)
+        kw = with_conditioning(model_kwargs, state.records)
+        hs = self._inner.refresh(state.theta_state, model_args, kw)
+        hs = self._inner.sample(hs, model_args, kw)
+        new = self._inner.get_constrain_fn(model_args, kw)(hs.z)
+        return {k: new[k] for k in self._spec.theta}, hs, hs.accept_prob, hs.diverging
+
+    def _init_one(self, rng_key, *, num_warmup, init_params, model_args, model_kwargs):
+        key_trace, key_inner, key_next = random.split(rng_key, 3)
+        tr = prototype_trace(self._model, key_trace, model_args, model_kwargs)
+        self._spec = spec = _model_spec(tr)
+        records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
+        theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
+        theta_state = ()
+        if self._inner is None:
+            if init_params:
+                unknown = set(init_params) - set(spec.theta)
+                if unknown:
+                    raise ValueError(f"`init_params` has unknown sites {sorted(unknown)}.")
+                theta.update({k: jnp.asarray(v) for k, v in init_params.items()})
+        else:
+            if init_params:
+                raise ValueError(
+                    "With an inner NUTS/HMC θ-step, set initial values with "
+                    "NUTS(model, init_strategy=init_to_value(values=...))."
+                )
+            kw = with_conditioning(model_kwargs, records)
+            theta_state = self._inner.init(key_inner, num_warmup, None, model_args, kw)
+            constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
+            theta = {k: constrained[k] for k in spec.theta}
+        public = {k: jnp.asarray(tr[k]["value"]) for k in spec.public_records}
+        t_now = self._per_record({**public, **records})
+        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
+        one = jnp.array(1.0)
+        return DAState(
+            self._z(theta, records), records, statistics, theta_state,
+            one, one, jnp.array(False), key_next,
+        )
+
+    def _sample_one(self, state, model_args, model_kwargs):
+        spec = self._spec
+        key_theta, key_prop, key_sweep, key_next = random.split(state.rng_key, 4)
+        theta = {k: state.z[k] for k in spec.theta}
+        _, public, releases = self._simulate(key_prop, theta, model_args, model_kwargs)
+        theta, theta_state, accept_prob, diverging = self._theta_step(
+            key_theta, state, theta, public, model_args, model_kwargs
+        )
+        proposals, _, _ = self._simulate(key_prop, theta, model_args, model_kwargs)
+        t_old = self._per_record({**public, **state.records})
+        t_new = self._per_record({**public, **proposals})
+        # residuals recomputed from scratch each sweep, so float error never accumulates
+        residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
+        mechanisms = [info.mechanism.log_noise_density for _, info in spec.privatized]
+        result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms)
+        records = accept_records(result.accepted, proposals, state.records)
+        statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, result.residuals)}
+        return DAState(
+            self._z(theta, records), records, statistics, theta_state,
+            result.accept_rate, accept_prob, diverging, key_next,
+        )

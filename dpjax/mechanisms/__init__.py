@@ -1,0 +1,26 @@
+"""Release mechanisms as NumPyro distributions over the release given the confidential statistic."""
+
+from .base import Guarantee, Mechanism, integer
+from .gaussian import (
+    DiscreteGaussian,
+    DiscreteGaussianMechanism,
+    GaussianMechanism,
+    analytic_gaussian_sigma,
+)
+from .laplace import DiscreteLaplace, DiscreteLaplaceMechanism, LaplaceMechanism
+from .preprocessing import clamp, normalize
+
+__all__ = [
+    "DiscreteGaussian",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplace",
+    "DiscreteLaplaceMechanism",
+    "GaussianMechanism",
+    "Guarantee",
+    "LaplaceMechanism",
+    "Mechanism",
+    "analytic_gaussian_sigma",
+    "clamp",
+    "integer",
+    "normalize",
+]

@@ -1,0 +1,203 @@
+"""The Gaussian family: the Gaussian mechanism (σ, analytic (ε, δ), or ρ-zCDP) and the discrete
+Gaussian mechanism of Canonne, Kamath & Steinke (2020), as used by the 2020 US Census."""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from jax import lax, random
+from numpyro.distributions import constraints
+from numpyro.distributions.util import promote_shapes, validate_sample
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtr
+
+from .base import Guarantee, Mechanism, integer, positive, scalar_of
+
+__all__ = [
+    "DiscreteGaussian",
+    "DiscreteGaussianMechanism",
+    "GaussianMechanism",
+    "analytic_gaussian_sigma",
+]
+
+
+def _agm_delta(sigma, epsilon, sensitivity):
+    """δ achieved by N(0, σ²) noise at ε (Balle & Wang 2018, Theorem 8)."""
+    a = sensitivity / (2 * sigma)
+    b = epsilon * sigma / sensitivity
+    return ndtr(a - b) - math.exp(epsilon + log_ndtr(-a - b))
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """Smallest σ for which ``T + N(0, σ²)`` is (ε, δ)-DP for L2 sensitivity Δ₂: the analytic
+    Gaussian mechanism of Balle & Wang (2018), valid for every ε > 0 (also ε ≥ 1).
+
+    >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 3)
+    3.731
+    """
+    epsilon = positive("epsilon", epsilon)
+    delta = positive("delta", delta)
+    sensitivity = positive("sensitivity", sensitivity)
+    if not delta < 1:
+        raise ValueError(f"`delta` must be in (0, 1), got {delta!r}.")
+    f = lambda log_s: _agm_delta(math.exp(log_s), epsilon, sensitivity) - delta  # noqa: E731
+    lo, hi = math.log(sensitivity) - 20.0, math.log(sensitivity) + 20.0
+    return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-12))
+
+
+class GaussianMechanism(Mechanism):
+    """Gaussian mechanism ``release = T + N(0, σ²)`` per entry.
+
+    Give exactly one of: ``sigma``; ``epsilon`` and ``delta`` (the analytic Gaussian mechanism);
+    or ``rho`` (ρ-zCDP, ``σ = Δ₂ / sqrt(2ρ)``). ``sensitivity`` is the L2 sensitivity Δ₂; with
+    ``sigma`` it is optional and only used to report ρ = Δ₂² / (2σ²).
+
+    >>> import dpjax
+    >>> dpjax.GaussianMechanism(rho=0.5, sensitivity=1.0).scale
+    1.0
+    """
+
+    def __init__(self, sigma=None, *, epsilon=None, delta=None, rho=None, sensitivity=None):
+        given = [k for k, v in (("sigma", sigma), ("epsilon", epsilon), ("rho", rho)) if v is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "Give exactly one of `sigma`, (`epsilon`, `delta`) or `rho`; got "
+                f"{given or 'none'}."
+            )
+        self.sensitivity = positive("sensitivity", sensitivity, allow_none=sigma is not None)
+        self._eps_delta = None
+        if sigma is not None:
+            self.scale = positive("sigma", sigma)
+        elif rho is not None:
+            self.scale = np.asarray(self.sensitivity) / np.sqrt(2 * positive("rho", rho))
+        else:
+            if delta is None:
+                raise ValueError("`delta` is required with `epsilon` (analytic Gaussian mechanism).")
+            self.scale = analytic_gaussian_sigma(epsilon, delta, self.sensitivity)
+            self._eps_delta = (float(epsilon), float(delta))
+        if np.ndim(self.scale) == 0:
+            self.scale = float(self.scale)
+
+    @property
+    def sigma(self):
+        return self.scale
+
+    @property
+    def guarantee(self) -> Guarantee:
+        rho = None
+        if self.sensitivity is not None:
+            rho = scalar_of(np.asarray(self.sensitivity) ** 2 / (2 * np.asarray(self.scale) ** 2))
+        if self._eps_delta:
+            return Guarantee(*self._eps_delta, rho=rho)
+        return Guarantee(rho=rho)
+
+    def noise(self, loc):
+        return dist.Normal(loc, self.scale)
+
+    def _max_log_density_per_entry(self):
+        return -0.5 * np.log(2 * np.pi * np.asarray(self.scale) ** 2)
+
+
+def _log_normalizer(sigma: float) -> float:
+    """log Σ_{k∈ℤ} exp(-k² / 2σ²) to double precision (Poisson summation for σ ≥ 1)."""
+    if sigma >= 1.0:
+        m = np.arange(1, 4)
+        return math.log(sigma * math.sqrt(2 * math.pi)) + math.log1p(
+            2 * np.sum(np.exp(-2 * math.pi**2 * sigma**2 * m**2))
+        )
+    k = np.arange(-40, 41)
+    return float(np.log(np.sum(np.exp(-(k**2) / (2 * sigma**2)))))
+
+
+class DiscreteGaussian(dist.Distribution):
+    """Discrete Gaussian on ``loc + ℤ``: ``P(k) ∝ exp(-(k - loc)² / 2σ²)``, exactly normalized.
+    ``loc`` must be an integer; ``sigma`` a concrete scalar (the normalizer is precomputed)."""
+
+    arg_constraints = {"loc": integer, "sigma": constraints.positive}
+    support = integer
+    pytree_data_fields = ("loc",)
+    pytree_aux_fields = ("sigma", "_log_z")
+
+    def __init__(self, loc=0, sigma=1.0, *, validate_args=None):
+        self.sigma = positive("sigma", sigma)
+        if np.ndim(self.sigma) != 0:
+            raise ValueError("DiscreteGaussian needs a scalar `sigma`.")
+        self._log_z = _log_normalizer(self.sigma)
+        self.loc = loc
+        super().__init__(batch_shape=jnp.shape(loc), validate_args=validate_args)
+
+    def sample(self, key, sample_shape=()):
+        # Canonne–Kamath–Steinke rejection sampler from a discrete Laplace proposal
+        shape = sample_shape + self.batch_shape
+        sigma = self.sigma
+        t = math.floor(sigma) + 1.0
+
+        def draw(key, value, done):
+            k1, k2 = random.split(key)
+            y = DiscreteLaplace(0.0, t).sample(k1, shape)
+            log_c = -((jnp.abs(y) - sigma**2 / t) ** 2) / (2 * sigma**2)
+            accept = jnp.log(random.uniform(k2, shape)) < log_c
+            return jnp.where(done, value, y), done | accept
+
+        def body(carry):
+            key, value, done = carry
+            key, sub = random.split(key)
+            return (key, *draw(sub, value, done))
+
+        init = (key, jnp.zeros(shape), jnp.zeros(shape, bool))
+        _, value, _ = lax.while_loop(lambda c: ~jnp.all(c[2]), body, init)
+        return self.loc + value
+
+    @validate_sample
+    def log_prob(self, value):
+        return -((value - self.loc) ** 2) / (2 * self.sigma**2) - self._log_z
+
+    @property
+    def mean(self):
+        return jnp.broadcast_to(self.loc, self.batch_shape)
+
+
+class DiscreteGaussianMechanism(Mechanism):
+    """Discrete Gaussian mechanism for integer statistics (Canonne, Kamath & Steinke 2020):
+    ``ρ``-zCDP with ``ρ = Δ₂² / (2σ²)``.
+
+    Give ``sigma``, or ``rho`` with the integer L2 sensitivity ``sensitivity`` (default 1).
+
+    >>> import dpjax
+    >>> dpjax.DiscreteGaussianMechanism(rho=0.5).guarantee.rho
+    0.5
+    """
+
+    def __init__(self, sigma=None, *, rho=None, sensitivity=1):
+        if (sigma is None) == (rho is None):
+            raise ValueError("Give exactly one of `sigma` or `rho`.")
+        self.sensitivity = positive("sensitivity", sensitivity)
+        if sigma is None:
+            sigma = self.sensitivity / math.sqrt(2 * positive("rho", rho))
+        self.scale = positive("sigma", sigma)
+        if np.ndim(self.scale) != 0:
+            raise ValueError("DiscreteGaussianMechanism needs a scalar `sigma`.")
+        self._log_z = _log_normalizer(self.scale)
+
+    @property
+    def sigma(self):
+        return self.scale
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return Guarantee(rho=self.sensitivity**2 / (2 * self.scale**2))
+
+    def noise(self, loc):
+        return DiscreteGaussian(loc, self.scale)
+
+    def release(self, rng_key, statistic):
+        statistic = jnp.asarray(statistic)
+        if statistic.dtype.kind == "f":
+            statistic = jnp.round(statistic)
+        return self.noise(statistic.astype(jnp.result_type(float))).sample(rng_key)
+
+    def _max_log_density_per_entry(self):
+        return -self._log_z

@@ -1,0 +1,99 @@
+"""The ``privatized`` site: an ordinary observed NumPyro sample site whose distribution is the
+release mechanism applied to ``T = Σᵢ t(recordᵢ)``, with dpjax metadata in ``infer=``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+
+from .mechanisms import Mechanism
+
+__all__ = ["PrivatizedInfo", "privatized", "record_statistics"]
+
+INFER_KEY = "dpjax"
+
+
+class PrivatizedInfo(NamedTuple):
+    """What engines read from a privatized site's ``infer["dpjax"]``."""
+
+    mechanism: Mechanism
+    statistic: Callable
+    plate: str
+    record_sites: tuple[str, ...]
+
+
+def record_statistics(statistic, records):
+    """Per-record statistics ``t(recordᵢ)`` stacked along axis 0 (vectorised over records)."""
+    out = jax.vmap(statistic)(dict(records))
+    if not isinstance(out, jax.Array):
+        raise ValueError(
+            "`statistic` must return one array per record (e.g. jnp.stack([...])), got "
+            f"{type(out).__name__}."
+        )
+    return out.astype(jnp.result_type(float))
+
+
+def privatized(
+    name: str,
+    mechanism: Mechanism,
+    statistic: Callable[[dict], jax.Array],
+    records: Mapping[str, jax.Array],
+    *,
+    plate: str,
+    obs=None,
+):
+    """Declare a differentially private release of ``T = Σᵢ statistic(recordᵢ)``.
+
+    Inside a NumPyro model this is an observed sample site ``name`` with distribution
+    ``mechanism(T)``; with ``obs=None`` it simulates a release (so the same model generates
+    synthetic studies with :class:`numpyro.infer.Predictive`). dpjax engines find the site by its
+    ``infer["dpjax"]`` metadata.
+
+    :param name: site name.
+    :param mechanism: a :class:`dpjax.mechanisms.Mechanism` (how the curator added noise).
+    :param statistic: per-record statistic ``t(record) -> array``; ``record`` is a dict with
+        one record's value of each entry of ``records``.
+    :param records: the record sites the statistic reads, ``{site_name: value}`` with the records
+        along axis 0 (latent ones are imputed; observed ones are public).
+    :param plate: name of the records plate (the outermost plate of those sites).
+    :param obs: the observed release, or ``None`` to simulate one.
+
+    >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
+    >>> def model(n, s_dp=None):
+    ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    ...     with numpyro.plate("people", n):
+    ...         x = numpyro.sample("x", dist.Bernoulli(p))
+    ...     dpjax.privatized("count", dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0),
+    ...                      lambda r: r["x"], {"x": x}, plate="people", obs=s_dp)
+    >>> s = numpyro.infer.Predictive(model, num_samples=1)(jax.random.key(0), 50)["count"]
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"`name` must be a string, got {name!r}.")
+    if not isinstance(mechanism, Mechanism):
+        raise ValueError(f"`mechanism` must be a dpjax Mechanism, got {type(mechanism).__name__}.")
+    if not callable(statistic):
+        raise ValueError("`statistic` must be a callable t(record) -> array.")
+    if not isinstance(plate, str):
+        raise ValueError(f"`plate` must be the name of the records plate, got {plate!r}.")
+    if not isinstance(records, Mapping) or not records:
+        raise ValueError("`records` must be a non-empty dict {site_name: values}.")
+    sizes = {k: (jnp.shape(v)[0] if jnp.ndim(v) else None) for k, v in records.items()}
+    if None in sizes.values() or len(set(sizes.values())) != 1:
+        raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
+    total = jnp.sum(record_statistics(statistic, records), axis=0)
+    if obs is not None:
+        obs = jnp.asarray(obs, dtype=total.dtype)
+        if obs.shape != total.shape:
+            raise ValueError(
+                f"privatized site {name!r}: the release `obs` has shape {obs.shape} but the "
+                f"statistic T = Σ t(record) has shape {total.shape}."
+            )
+        if not isinstance(obs, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(obs))):
+            raise ValueError(f"privatized site {name!r}: the release `obs` has NaN or inf entries.")
+    info = PrivatizedInfo(mechanism, statistic, plate, tuple(records))
+    return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})
