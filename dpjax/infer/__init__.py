@@ -2,5 +2,9 @@
 
 from .data_augmentation import DAState, DataAugmentationKernel
 from .record_sweep import SweepResult, accept_records, record_sweep
+from .replicates import run_chain
 
-__all__ = ["DAState", "DataAugmentationKernel", "SweepResult", "accept_records", "record_sweep"]
+__all__ = [
+    "DAState", "DataAugmentationKernel", "SweepResult", "accept_records", "record_sweep",
+    "run_chain",
+]

@@ -138,7 +138,7 @@ class DataAugmentationKernel(MCMCKernel):
         mcmc.run(rng_key, *model_args)
 
     :param model: a NumPyro model with one or more :func:`dpjax.privatized` sites over one
-        records plate.
+        records plate, or an HMC/NUTS kernel built on it (then used as ``inner_kernel``).
     :param inner_kernel: HMC/NUTS instance used for θ | x (default ``NUTS(model)``); it sees the
         model with the latent records conditioned and the privatized sites masked.
     :param theta_update: exact conditional ``theta_update(rng_key, records, params) -> params``
@@ -176,6 +176,10 @@ class DataAugmentationKernel(MCMCKernel):
         theta_update: Callable | None = None,
         store_records: bool = False,
     ):
+        if isinstance(model, HMC):  # DataAugmentationKernel(NUTS(model)), as with HMCGibbs
+            if inner_kernel is not None:
+                raise ValueError("Give the inner NUTS/HMC kernel once.")
+            model, inner_kernel = None, model
         if inner_kernel is not None and theta_update is not None:
             raise ValueError("Give `inner_kernel` or `theta_update`, not both.")
         if inner_kernel is not None:

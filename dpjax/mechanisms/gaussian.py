@@ -15,6 +15,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 from .base import Guarantee, Mechanism, integer, positive, scalar_of
+from .laplace import DiscreteLaplace
 
 __all__ = [
     "DiscreteGaussian",

@@ -1,0 +1,298 @@
+"""DataAugmentationKernel against exact posteriors (MCSE z-tests over vectorized chains)."""
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer import MCMC, NUTS
+from scipy import stats
+from scipy.special import betaln, gammaln
+
+import dpjax
+from dpjax.diagnostics import mcse_z
+from dpjax.infer import DataAugmentationKernel, run_chain
+
+Z_MAX = 4.0
+
+
+# ------------------------------------------------------------------ models and exact answers
+def bernoulli_model(n, releases, mechanisms):
+    """Beta(1, 1)–Bernoulli records; each mechanism releases the count."""
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        x = numpyro.sample("x", dist.Bernoulli(p))
+    for i, (mech, s) in enumerate(zip(mechanisms, releases)):
+        dpjax.privatized(f"count{i}", mech, lambda r: r["x"], {"x": x}, plate="people", obs=s)
+
+
+def beta_update(key, records, params):
+    k, n = records["x"].sum(), records["x"].shape[0]
+    return {"p": dist.Beta(1.0 + k, 1.0 + n - k).sample(key)}
+
+
+def exact_bernoulli_moments(n, releases, mechanisms):
+    """E[p | s], E[p² | s] by enumerating the count K (BetaBinomial(n, 1, 1) prior on K)."""
+    k = np.arange(n + 1)
+    logw = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + betaln(1 + k, 1 + n - k)
+    for mech, s in zip(mechanisms, releases):
+        logw = logw + np.asarray(mech.log_density(s, k.astype(float)), dtype=float)
+    w = np.exp(logw - logw.max())
+    w /= w.sum()
+    m1 = (1 + k) / (n + 2)
+    m2 = (1 + k) * (2 + k) / ((n + 2) * (n + 3))
+    return float(w @ m1), float(w @ m2)
+
+
+def normal_model(n, s, noise_sd):
+    """μ ~ N(0, 2²), xᵢ ~ N(μ, 1); Gaussian noise on Σxᵢ."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 2.0))
+    with numpyro.plate("rows", n):
+        x = numpyro.sample("x", dist.Normal(mu, 1.0))
+    mech = dpjax.GaussianMechanism(sigma=noise_sd)
+    dpjax.privatized("total", mech, lambda r: r["x"], {"x": x}, plate="rows", obs=s)
+
+
+def normal_update(key, records, params):
+    n = records["x"].shape[0]
+    prec = 1 / 4 + n
+    return {"mu": records["x"].sum() / prec + jax.random.normal(key) / jnp.sqrt(prec)}
+
+
+def exact_normal(n, s, noise_sd):
+    # s | μ ~ N(nμ, n + τ²)
+    prec = 1 / 4 + n**2 / (n + noise_sd**2)
+    mean = n * s / (n + noise_sd**2) / prec
+    return mean, 1 / prec
+
+
+def public_covariate_model(xs, s, noise_sd):
+    """Public covariates xᵢ, latent yᵢ ~ N(β xᵢ, 1), Gaussian noise on Σ xᵢ yᵢ."""
+    beta = numpyro.sample("beta", dist.Normal(0.0, 1.0))
+    with numpyro.plate("rows", xs.shape[0]):
+        x = numpyro.sample("x", dist.Normal(0.0, 1.0), obs=xs)
+        y = numpyro.sample("y", dist.Normal(beta * x, 1.0))
+    mech = dpjax.GaussianMechanism(sigma=noise_sd)
+    dpjax.privatized("xy", mech, lambda r: r["x"] * r["y"], {"x": x, "y": y}, plate="rows", obs=s)
+
+
+def run(kernel, *args, num_warmup=500, num_samples=2000, num_chains=4, seed=0, extra_fields=()):
+    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.key(seed), *args, extra_fields=extra_fields)
+    return mcmc
+
+
+def assert_moments(draws, mean, second):
+    z1, ess = mcse_z(draws, mean)
+    z2, _ = mcse_z(np.asarray(draws) ** 2, second)
+    assert ess > 400, ess
+    assert abs(z1) < Z_MAX and abs(z2) < Z_MAX, (z1, z2, ess)
+
+
+# ------------------------------------------------------------------ exact-posterior tests
+LAPLACE = [dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=1.0)]
+DLAPLACE = [dpjax.DiscreteLaplaceMechanism(epsilon=0.4)]
+TWO_SITES = [dpjax.LaplaceMechanism(epsilon=0.3, sensitivity=1.0),
+             dpjax.DiscreteGaussianMechanism(sigma=2.0)]
+
+
+@pytest.mark.parametrize(
+    "mechs, releases",
+    [(LAPLACE, [9.6]), (DLAPLACE, [12.0]), (TWO_SITES, [13.2, 8.0])],
+    ids=["laplace", "discrete-laplace", "two-sites"],
+)
+@pytest.mark.parametrize("theta_step", ["exact", "nuts"])
+def test_beta_bernoulli_exact_posterior(mechs, releases, theta_step):
+    n = 30
+    kw = {"theta_update": beta_update} if theta_step == "exact" else {}
+    model = lambda: bernoulli_model(n, [jnp.array(s) for s in releases], mechs)
+    mcmc = run(DataAugmentationKernel(model, **kw))
+    draws = mcmc.get_samples(group_by_chain=True)["p"]
+    assert_moments(draws, *exact_bernoulli_moments(n, releases, mechs))
+
+
+@pytest.mark.parametrize("theta_step", ["exact", "nuts"])
+def test_normal_sum_gaussian_noise_exact_posterior(theta_step):
+    n, s, tau = 40, 25.0, 3.0
+    kw = {"theta_update": normal_update} if theta_step == "exact" else {}
+    mcmc = run(DataAugmentationKernel(normal_model, **kw), n, jnp.array(s), tau)
+    mean, var = exact_normal(n, s, tau)
+    assert_moments(mcmc.get_samples(group_by_chain=True)["mu"], mean, var + mean**2)
+
+
+def test_public_records_exact_posterior():
+    xs = jax.random.normal(jax.random.key(3), (25,))
+    s, tau = 12.0, 2.0
+    mcmc = run(DataAugmentationKernel(NUTS(public_covariate_model)), xs, jnp.array(s), tau)
+    s2 = float(jnp.sum(xs**2))
+    prec = 1 + s2**2 / (s2 + tau**2)
+    mean = s2 * s / (s2 + tau**2) / prec
+    assert_moments(mcmc.get_samples(group_by_chain=True)["beta"], mean, 1 / prec + mean**2)
+
+
+# ------------------------------------------------------------------ properties of the sweep
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_record_acceptance_never_below_exp_minus_epsilon(eps):
+    # release far from anything plausible so that many proposals move T the wrong way
+    mechs = [dpjax.LaplaceMechanism(epsilon=eps, sensitivity=1.0)]
+    model = lambda: bernoulli_model(40, [jnp.array(-30.0)], mechs)
+    mcmc = MCMC(DataAugmentationKernel(model, theta_update=beta_update), num_warmup=0,
+                num_samples=1000, num_chains=2, chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.key(1))
+    rate = np.asarray(mcmc.get_extra_fields()["record_accept_rate"])
+    assert rate.min() >= np.exp(-eps) - 1e-6
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_sweep_attains_the_bound_on_adversarial_moves(eps):
+    """Every proposal moves T a full sensitivity away from the release: α = e^{-ε} exactly."""
+    mech = dpjax.LaplaceMechanism(epsilon=eps, sensitivity=2.0)
+    n = 200
+    t_old, t_new = jnp.zeros((n, 3)), jnp.tile(jnp.array([1.0, -0.5, 0.5]), (n, 1))
+    res = jnp.array([-1.0, 1.0, -1.0])  # s - T on the side where each move increases |s - T|
+    out = dpjax.infer.record_sweep(jax.random.key(0), [t_old], [t_new], [res],
+                                   [mech.log_noise_density])
+    assert float(out.accept_rate) == pytest.approx(np.exp(-eps), rel=1e-5)
+    k = int(out.accepted.sum())
+    np.testing.assert_allclose(out.residuals[0], res - k * jnp.array([1.0, -0.5, 0.5]), atol=1e-4)
+
+
+def test_two_sites_bound_uses_total_epsilon():
+    mechs = [dpjax.LaplaceMechanism(epsilon=0.7, sensitivity=1.0),
+             dpjax.LaplaceMechanism(epsilon=0.6, sensitivity=1.0)]
+    model = lambda: bernoulli_model(40, [jnp.array(-30.0), jnp.array(80.0)], mechs)
+    mcmc = run(DataAugmentationKernel(model, theta_update=beta_update), num_warmup=0,
+               num_samples=500, num_chains=2)
+    assert np.asarray(mcmc.get_extra_fields()["record_accept_rate"]).min() >= np.exp(-1.3) - 1e-6
+
+
+def test_carried_statistic_equals_recomputed():
+    mcmc = run(DataAugmentationKernel(normal_model, theta_update=normal_update, store_records=True),
+               30, jnp.array(10.0), 1.0, num_warmup=50, num_samples=200, num_chains=2,
+               extra_fields=("statistics",))
+    x = mcmc.get_samples()["x"]
+    carried = mcmc.get_extra_fields()["statistics"]["total"]
+    np.testing.assert_allclose(carried, x.sum(-1), rtol=1e-5, atol=1e-4)
+    assert x.shape == (400, 30)
+
+
+def test_same_key_same_draws_and_records_not_stored():
+    kernel = lambda: DataAugmentationKernel(normal_model)
+    a = run(kernel(), 20, jnp.array(5.0), 1.0, num_warmup=50, num_samples=50, num_chains=2)
+    b = run(kernel(), 20, jnp.array(5.0), 1.0, num_warmup=50, num_samples=50, num_chains=2)
+    c = run(kernel(), 20, jnp.array(5.0), 1.0, num_warmup=50, num_samples=50, num_chains=2, seed=1)
+    assert set(a.get_samples()) == {"mu"}
+    np.testing.assert_array_equal(a.get_samples()["mu"], b.get_samples()["mu"])
+    assert not np.allclose(a.get_samples()["mu"], c.get_samples()["mu"])
+
+
+@pytest.mark.parametrize("chain_method", ["sequential", "vectorized", "parallel"])
+def test_chain_methods_agree(chain_method):
+    mcmc = MCMC(DataAugmentationKernel(normal_model, theta_update=normal_update), num_warmup=20,
+                num_samples=30, num_chains=2, chain_method=chain_method, progress_bar=False)
+    mcmc.run(jax.random.key(0), 20, jnp.array(5.0), 1.0)
+    ref = MCMC(DataAugmentationKernel(normal_model, theta_update=normal_update), num_warmup=20,
+               num_samples=30, num_chains=2, chain_method="vectorized", progress_bar=False)
+    ref.run(jax.random.key(0), 20, jnp.array(5.0), 1.0)
+    np.testing.assert_allclose(mcmc.get_samples()["mu"], ref.get_samples()["mu"], rtol=1e-5)
+
+
+def test_arviz_from_numpyro_unchanged():
+    mcmc = run(DataAugmentationKernel(normal_model), 20, jnp.array(5.0), 1.0,
+               num_warmup=50, num_samples=50, num_chains=2)
+    idata = az.from_numpyro(mcmc)
+    assert idata.posterior["mu"].shape == (2, 50)
+    assert {"record_accept_rate", "acceptance_rate", "diverging"} <= set(idata.sample_stats)
+    assert "mu" in az.summary(idata).index
+
+
+def test_progress_bar_diagnostics_string():
+    kernel = DataAugmentationKernel(normal_model)
+    state = kernel.init(jax.random.key(0), 10, None, (20, jnp.array(5.0), 1.0), {})
+    state = kernel.sample(state, (20, jnp.array(5.0), 1.0), {})
+    text = kernel.get_diagnostics_str(state)
+    assert text.startswith("rec. acc.") and "steps of size" in text
+
+
+def test_run_chain_vmaps_over_releases():
+    kernel = DataAugmentationKernel(normal_model, theta_update=normal_update)
+    f = lambda key, s: run_chain(kernel, key, (30, s, 1.0), num_warmup=100, num_samples=300)
+    draws = jax.jit(jax.vmap(f))(jax.random.split(jax.random.key(0), 3), jnp.array([-30.0, 0, 30]))
+    means = np.asarray(draws["mu"].mean(1))
+    exact = [exact_normal(30, s, 1.0)[0] for s in (-30.0, 0.0, 30.0)]
+    np.testing.assert_allclose(means, exact, atol=0.15)
+
+
+# ------------------------------------------------------------------ clear errors
+def _mcmc_init(model, *args, **kernel_kw):
+    kernel = DataAugmentationKernel(model, **kernel_kw)
+    kernel.init(jax.random.key(0), 10, None, args, {})
+
+
+def test_error_unknown_plate():
+    def model(s):
+        p = numpyro.sample("p", dist.Beta(1, 1))
+        with numpyro.plate("people", 10):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("c", LAPLACE[0], lambda r: r["x"], {"x": x}, plate="persons", obs=s)
+
+    with pytest.raises(ValueError, match="plate 'persons'"):
+        _mcmc_init(model, jnp.array(3.0))
+
+
+def test_error_records_outside_plate():
+    def model(s):
+        p = numpyro.sample("p", dist.Beta(1, 1))
+        x = numpyro.sample("x", dist.Bernoulli(p).expand([10]).to_event(1))
+        with numpyro.plate("people", 10):
+            numpyro.sample("z", dist.Normal(0, 1))
+        dpjax.privatized("c", LAPLACE[0], lambda r: r["x"], {"x": x}, plate="people", obs=s)
+
+    with pytest.raises(ValueError, match="not sample sites inside plate"):
+        _mcmc_init(model, jnp.array(3.0))
+
+
+def test_error_no_privatized_site_and_missing_release():
+    with pytest.raises(ValueError, match="no dpjax.privatized"):
+        _mcmc_init(lambda: numpyro.sample("a", dist.Normal()))
+    with pytest.raises(ValueError, match="observed release"):
+        _mcmc_init(lambda: bernoulli_model(10, [None], LAPLACE))
+
+
+def test_error_theta_update_wrong_keys():
+    with pytest.raises(ValueError, match="must return a dict with keys"):
+        kernel = DataAugmentationKernel(
+            lambda: bernoulli_model(10, [jnp.array(3.0)], LAPLACE),
+            theta_update=lambda key, records, params: {"q": params["p"]},
+        )
+        state = kernel.init(jax.random.key(0), 10, None, (), {})
+        kernel.sample(state, (), {})
+
+
+def test_error_kernel_arguments():
+    with pytest.raises(ValueError, match="not both"):
+        DataAugmentationKernel(normal_model, inner_kernel=NUTS(normal_model), theta_update=beta_update)
+    with pytest.raises(ValueError, match="same `model`"):
+        DataAugmentationKernel(normal_model, inner_kernel=NUTS(bernoulli_model))
+    with pytest.raises(ValueError, match="callable"):
+        DataAugmentationKernel(None)
+
+
+def test_inner_kernel_settings_are_used():
+    kernel = DataAugmentationKernel(inner_kernel=NUTS(normal_model, target_accept_prob=0.95))
+    mcmc = run(kernel, 20, jnp.array(5.0), 1.0, num_warmup=200, num_samples=200, num_chains=1)
+    assert float(np.mean(mcmc.get_extra_fields()["accept_prob"])) > 0.85
+
+
+def test_exact_answer_is_not_the_naive_one():
+    """Guard against a test that cannot fail: at ε = 0.2 the naive posterior is far too narrow."""
+    n, s, mechs = 30, 9.6, [dpjax.LaplaceMechanism(epsilon=0.2, sensitivity=1.0)]
+    mcmc = run(DataAugmentationKernel(lambda: bernoulli_model(n, [jnp.array(s)], mechs),
+                                      theta_update=beta_update))
+    draws = np.asarray(mcmc.get_samples(group_by_chain=True)["p"])
+    z_naive, _ = mcse_z(draws**2, stats.beta(1 + s, 1 + n - s).moment(2))
+    z_exact, _ = mcse_z(draws**2, exact_bernoulli_moments(n, [s], mechs)[1])
+    assert abs(z_exact) < Z_MAX and abs(z_naive) > 2 * Z_MAX, (z_exact, z_naive)

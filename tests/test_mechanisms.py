@@ -1,0 +1,138 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import dpjax
+from dpjax.mechanisms import DiscreteGaussian, DiscreteLaplace, analytic_gaussian_sigma
+from dpjax.mechanisms.gaussian import _agm_delta
+
+KEY = jax.random.key(0)
+
+# (mechanism, scipy frozen noise law or None, discrete?)
+TABLE = [
+    (dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=2.0), stats.laplace(scale=4.0), False),
+    (dpjax.LaplaceMechanism(scale=0.3), stats.laplace(scale=0.3), False),
+    (dpjax.GaussianMechanism(sigma=1.7), stats.norm(scale=1.7), False),
+    (dpjax.GaussianMechanism(rho=0.125, sensitivity=1.0), stats.norm(scale=2.0), False),
+    (dpjax.DiscreteLaplaceMechanism(epsilon=0.7), stats.dlaplace(0.7), True),
+    (dpjax.DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=3), stats.dlaplace(1 / 3), True),
+    (dpjax.DiscreteGaussianMechanism(sigma=0.6), None, True),
+    (dpjax.DiscreteGaussianMechanism(sigma=3.5), None, True),
+]
+
+
+def _dg_pmf(k, sigma):
+    grid = np.arange(-2000, 2001)
+    z = np.exp(-(grid**2) / (2 * sigma**2)).sum()
+    return np.exp(-(np.asarray(k) ** 2) / (2 * sigma**2)) / z
+
+
+@pytest.mark.parametrize("mech, ref, discrete", TABLE)
+def test_log_density_matches_reference(mech, ref, discrete):
+    loc = 5.0
+    x = np.arange(-10, 21, dtype=float) if discrete else np.linspace(-10, 20, 31)
+    got = np.asarray(mech.log_density(x, loc))
+    want = ref.logpdf(x - loc) if (ref is not None and not discrete) else None
+    if discrete:
+        want = ref.logpmf(x - loc) if ref is not None else np.log(_dg_pmf(x - loc, mech.scale))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("mech, ref, discrete", TABLE)
+def test_samples_goodness_of_fit(mech, ref, discrete):
+    draws = np.asarray(mech.release(KEY, jnp.zeros(20000)))
+    if not discrete:
+        assert stats.kstest(draws, ref.cdf).pvalue > 1e-3
+        return
+    assert np.all(draws == np.round(draws))
+    support = np.arange(-8 * np.ceil(mech.scale) - 4, 8 * np.ceil(mech.scale) + 5)
+    pmf = ref.pmf(support) if ref is not None else _dg_pmf(support, mech.scale)
+    observed = np.array([(draws == k).sum() for k in support])
+    keep = pmf * len(draws) > 5
+    expected = pmf[keep] / pmf[keep].sum() * observed[keep].sum()
+    assert stats.chisquare(observed[keep], expected).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("mech, ref, discrete", TABLE)
+def test_max_log_density_is_the_mode(mech, ref, discrete):
+    grid = np.arange(-30, 31, dtype=float) if discrete else np.linspace(-30, 30, 6001)
+    best = float(np.max(mech.log_density(grid, 0.0)))
+    assert mech.max_log_density() == pytest.approx(best, rel=1e-5, abs=1e-5)
+    assert mech.max_log_density((3,)) == pytest.approx(3 * best, rel=1e-5, abs=1e-5)
+
+
+def test_discrete_pmfs_are_normalized():
+    k = jnp.arange(-400, 401, dtype=jnp.float32)
+    for d in [DiscreteLaplace(0.0, 2.5), DiscreteGaussian(0.0, 0.4), DiscreteGaussian(0.0, 30.0)]:
+        assert float(jnp.exp(d.log_prob(k)).sum()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_distribution_shapes_and_vector_release():
+    mech = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+    t = jnp.zeros((4, 3))
+    d = mech(t)
+    assert d.event_shape == (4, 3) and d.batch_shape == ()
+    assert mech(t, event_dim=1).batch_shape == (4,)
+    s = mech.release(KEY, t)
+    assert s.shape == (4, 3) and len(np.unique(np.asarray(s))) == 12  # independent per entry
+    assert d.log_prob(s).shape == ()
+    batched = jax.vmap(lambda x: mech(x).log_prob(s))(jnp.zeros((5, 4, 3)))
+    assert batched.shape == (5,)
+    jitted = jax.jit(lambda x: dpjax.DiscreteGaussianMechanism(sigma=2.0)(x).log_prob(x))
+    assert jnp.isfinite(jitted(jnp.ones(3)))
+
+
+def test_guarantees():
+    assert dpjax.LaplaceMechanism(epsilon=0.3, sensitivity=2).guarantee.epsilon == pytest.approx(0.3)
+    assert dpjax.LaplaceMechanism(scale=2.0).guarantee.epsilon is None
+    g = dpjax.GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0).guarantee
+    assert (g.epsilon, g.delta) == (1.0, 1e-5) and g.rho > 0
+    assert dpjax.GaussianMechanism(rho=0.5, sensitivity=2.0).guarantee.rho == pytest.approx(0.5)
+    assert dpjax.DiscreteGaussianMechanism(sigma=2.0).guarantee.rho == pytest.approx(1 / 8)
+    assert dpjax.DiscreteLaplaceMechanism(epsilon=0.2).epsilon == pytest.approx(0.2)
+    assert dpjax.GaussianMechanism(sigma=1.0).epsilon is None
+
+
+@pytest.mark.parametrize("eps, delta, sens", [(1.0, 1e-5, 1.0), (0.2, 1e-6, 3.0), (5.0, 1e-3, 0.5)])
+def test_analytic_gaussian_matches_hockey_stick_divergence(eps, delta, sens):
+    sigma = analytic_gaussian_sigma(eps, delta, sens)
+    # δ(ε) = ∫ max(0, p - e^ε q) for p = N(0, σ²), q = N(Δ, σ²), integrated independently
+    f = lambda x: max(0.0, stats.norm.pdf(x, 0, sigma) - np.exp(eps) * stats.norm.pdf(x, sens, sigma))
+    split = sens / 2 - eps * sigma**2 / sens  # where p = e^ε q
+    got = integrate.quad(f, -np.inf, split, limit=200, epsabs=1e-14)[0]
+    assert got == pytest.approx(delta, rel=1e-4)
+    assert _agm_delta(0.99 * sigma, eps, sens) > delta  # minimal σ
+    classical = np.sqrt(2 * np.log(1.25 / delta)) * sens / eps
+    assert sigma < classical or eps >= 1
+
+
+def test_clamp_and_normalize():
+    x = jnp.array([-20.0, -10.0, 0.0, 5.0, 10.0, 30.0])
+    np.testing.assert_allclose(dpjax.clamp(x, -10, 10), [-10, -10, 0, 5, 10, 10])
+    np.testing.assert_allclose(dpjax.normalize(x, -10, 10), [-1, -1, 0, 0.5, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: dpjax.LaplaceMechanism(epsilon=0.0, sensitivity=1.0),
+        lambda: dpjax.LaplaceMechanism(epsilon=-1.0, sensitivity=1.0),
+        lambda: dpjax.LaplaceMechanism(epsilon=float("nan"), sensitivity=1.0),
+        lambda: dpjax.LaplaceMechanism(epsilon=1.0),
+        lambda: dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0, scale=1.0),
+        lambda: dpjax.GaussianMechanism(),
+        lambda: dpjax.GaussianMechanism(sigma=1.0, rho=1.0),
+        lambda: dpjax.GaussianMechanism(epsilon=1.0, sensitivity=1.0),
+        lambda: dpjax.GaussianMechanism(epsilon=1.0, delta=1.5, sensitivity=1.0),
+        lambda: dpjax.GaussianMechanism(rho=0.5),
+        lambda: dpjax.GaussianMechanism(sigma=-2.0),
+        lambda: dpjax.DiscreteLaplaceMechanism(epsilon=0.0),
+        lambda: dpjax.DiscreteGaussianMechanism(),
+        lambda: dpjax.DiscreteGaussianMechanism(sigma=np.inf),
+    ],
+)
+def test_bad_parameters_raise_value_error(make):
+    with pytest.raises(ValueError):
+        make()
