@@ -1,6 +1,6 @@
 """dpjax: exact inference from differentially private releases, as a NumPyro extension."""
 
-from . import infer, mechanisms
+from . import infer, mechanisms, models
 from .mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -23,6 +23,7 @@ __all__ = [
     "clamp",
     "infer",
     "mechanisms",
+    "models",
     "normalize",
     "privatized",
 ]

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 from numpyro.diagnostics import effective_sample_size
 
-__all__ = ["mcse_z"]
+__all__ = ["mcse", "mcse_z"]
+
+
+def mcse(draws) -> tuple[float, float]:
+    """Monte Carlo standard error of the mean of ``draws`` (shaped ``(chains, samples)``) and the
+    multi-chain effective sample size: ``(sd / sqrt(ESS), ESS)``."""
+    draws = np.asarray(draws, dtype=float)
+    if draws.ndim != 2 or draws.shape[1] < 4:
+        raise ValueError(f"`draws` must have shape (chains, samples), got {draws.shape}.")
+    ess = float(effective_sample_size(draws))
+    return float(draws.std() / np.sqrt(ess)), ess
 
 
 def mcse_z(draws, exact: float) -> tuple[float, float]:
@@ -19,9 +29,5 @@ def mcse_z(draws, exact: float) -> tuple[float, float]:
     >>> abs(z) < 4
     True
     """
-    draws = np.asarray(draws, dtype=float)
-    if draws.ndim != 2 or draws.shape[1] < 4:
-        raise ValueError(f"`draws` must have shape (chains, samples), got {draws.shape}.")
-    ess = float(effective_sample_size(draws))
-    mcse = draws.std() / np.sqrt(ess)
-    return float((draws.mean() - exact) / mcse), ess
+    error, ess = mcse(draws)
+    return float((np.mean(draws) - exact) / error), ess

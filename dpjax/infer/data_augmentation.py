@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import random
 from numpyro import handlers
 from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning

@@ -10,7 +10,7 @@ import numpy as np
 import numpyro.distributions as dist
 from jax import lax, random
 from numpyro.distributions import constraints
-from numpyro.distributions.util import promote_shapes, validate_sample
+from numpyro.distributions.util import validate_sample
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 

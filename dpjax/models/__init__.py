@@ -1,0 +1,20 @@
+"""The seeds' models, ready to use with dpjax engines."""
+
+from .loglinear import naive_bayes, naive_bayes_counts, naive_bayes_sensitivity, naive_bayes_update
+from .regression import (
+    clamped_regression,
+    regression_sensitivity,
+    regression_statistic,
+    regression_update,
+)
+
+__all__ = [
+    "clamped_regression",
+    "naive_bayes",
+    "naive_bayes_counts",
+    "naive_bayes_sensitivity",
+    "naive_bayes_update",
+    "regression_sensitivity",
+    "regression_statistic",
+    "regression_update",
+]

@@ -1,0 +1,78 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer import Predictive
+from numpyro.infer.util import log_density
+
+import dpjax
+from dpjax.primitives import INFER_KEY
+
+MECH = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=2.0)
+
+
+def model(n=20, s=None, statistic=lambda r: jnp.stack([r["x"], r["x"] ** 2]), plate="rows"):
+    mu = numpyro.sample("mu", dist.Normal(0, 1))
+    with numpyro.plate("rows", n):
+        x = numpyro.sample("x", dist.Normal(mu, 1))
+    return dpjax.privatized("s", MECH, statistic, {"x": x}, plate=plate, obs=s)
+
+
+def test_simulates_a_release_with_predictive():
+    out = Predictive(model, num_samples=7)(jax.random.key(0))
+    assert out["s"].shape == (7, 2)
+    tr = numpyro.handlers.trace(numpyro.handlers.seed(model, 0)).get_trace()
+    site = tr["s"]
+    assert not site["is_observed"] and site["infer"][INFER_KEY].record_sites == ("x",)
+    assert site["fn"].event_shape == (2,)
+
+
+def test_observed_site_log_density_is_the_mechanism():
+    tr = numpyro.handlers.trace(numpyro.handlers.seed(model, 1)).get_trace(s=jnp.array([1.0, 30.0]))
+    x = tr["x"]["value"]
+    t = jnp.array([x.sum(), (x**2).sum()])
+    want = MECH.log_density(jnp.array([1.0, 30.0]), t).sum()
+    lp, _ = log_density(model, (), {"s": jnp.array([1.0, 30.0])}, {"mu": tr["mu"]["value"], "x": x})
+    mu = tr["mu"]["value"]
+    lp_prior = dist.Normal(0, 1).log_prob(mu) + dist.Normal(mu, 1).log_prob(x).sum()
+    assert float(lp) == pytest.approx(float(lp_prior + want), rel=1e-5)
+
+
+def test_several_privatized_sites():
+    def two(s1=None, s2=None):
+        p = numpyro.sample("p", dist.Beta(2, 2))
+        with numpyro.plate("rows", 30):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("a", MECH, lambda r: r["x"], {"x": x}, plate="rows", obs=s1)
+        dpjax.privatized("b", dpjax.DiscreteLaplaceMechanism(epsilon=1.0), lambda r: 1 - r["x"],
+                         {"x": x}, plate="rows", obs=s2)
+
+    out = Predictive(two, num_samples=3)(jax.random.key(0))
+    assert out["a"].shape == (3,) and out["b"].shape == (3,)
+    assert np.all(np.asarray(out["b"]) == np.round(np.asarray(out["b"])))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"s": jnp.array([1.0, 2.0, 3.0])}, "has shape"),
+        ({"s": jnp.array([1.0, jnp.nan])}, "NaN"),
+        ({"statistic": lambda r: {"a": r["x"]}}, "must return one array"),
+        ({"plate": 3}, "plate"),
+    ],
+)
+def test_bad_inputs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        numpyro.handlers.seed(model, 0)(**kwargs)
+
+
+def test_bad_mechanism_and_records():
+    with pytest.raises(ValueError, match="Mechanism"):
+        dpjax.privatized("s", "laplace", lambda r: r, {"x": jnp.ones(3)}, plate="rows")
+    with pytest.raises(ValueError, match="leading"):
+        dpjax.privatized("s", MECH, lambda r: r["x"], {"x": jnp.ones(3), "y": jnp.ones(4)},
+                         plate="rows")
+    with pytest.raises(ValueError, match="non-empty"):
+        dpjax.privatized("s", MECH, lambda r: r, {}, plate="rows")
