@@ -46,28 +46,29 @@ def record_sweep(
     :param log_noise: per site, elementwise log noise density at a residual.
     :return: a :class:`SweepResult`.
     """
-    t_old, t_new, residuals = tuple(t_old), tuple(t_new), tuple(residuals)
-    n = t_old[0].shape[0]
+    residuals = tuple(residuals)
+    # one precomputed input stream per site: the residual moves by t(xᵢ) - t(x*ᵢ)
+    deltas = tuple(o - w for o, w in zip(t_old, t_new))
+    n = deltas[0].shape[0]
 
     def log_eta(res):
         return sum(jnp.sum(f(r)) for f, r in zip(log_noise, res))
 
     def step(carry, xs):
         res, logp = carry
-        old, new, log_u = xs
-        res_star = tuple(r + o - w for r, o, w in zip(res, old, new))
+        delta, log_u = xs
+        res_star = tuple(r + d for r, d in zip(res, delta))
         logp_star = log_eta(res_star)
         log_alpha = logp_star - logp
         accept = log_u < log_alpha
         res = tuple(jnp.where(accept, a, b) for a, b in zip(res_star, res))
-        logp = jnp.where(accept, logp_star, logp)
-        return (res, logp), (accept, jnp.exp(jnp.minimum(log_alpha, 0.0)))
+        return (res, jnp.where(accept, logp_star, logp)), (accept, log_alpha)
 
     log_u = jnp.log(random.uniform(rng_key, (n,)))
-    (residuals, _), (accepted, probs) = lax.scan(
-        step, (residuals, log_eta(residuals)), (t_old, t_new, log_u)
+    (residuals, _), (accepted, log_alpha) = lax.scan(
+        step, (residuals, log_eta(residuals)), (deltas, log_u)
     )
-    return SweepResult(accepted, residuals, jnp.mean(probs))
+    return SweepResult(accepted, residuals, jnp.mean(jnp.exp(jnp.minimum(log_alpha, 0.0))))
 
 
 def accept_records(accepted, proposals: dict, records: dict) -> dict:

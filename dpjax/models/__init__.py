@@ -1,6 +1,7 @@
 """The seeds' models, ready to use with dpjax engines."""
 
 from .loglinear import naive_bayes, naive_bayes_counts, naive_bayes_sensitivity, naive_bayes_update
+from .normal import clamped_normal, naive_normal
 from .regression import (
     clamped_regression,
     regression_sensitivity,
@@ -9,11 +10,13 @@ from .regression import (
 )
 
 __all__ = [
+    "clamped_normal",
     "clamped_regression",
     "naive_bayes",
     "naive_bayes_counts",
     "naive_bayes_sensitivity",
     "naive_bayes_update",
+    "naive_normal",
     "regression_sensitivity",
     "regression_statistic",
     "regression_update",

@@ -1,0 +1,30 @@
+"""Shared helpers for the benchmark scripts: where results go and how they are written."""
+
+import json
+import platform
+import time
+from pathlib import Path
+
+import jax
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> str:
+    return f"{platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} device(s), jax {jax.__version__}"
+
+
+def write_results(name: str, payload: dict, markdown: str) -> None:
+    """Write ``results/<name>.json`` and ``results/<name>.md`` (markdown table + provenance)."""
+    RESULTS.mkdir(exist_ok=True)
+    payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), **payload}
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=float))
+    footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}; `python benchmarks/{name}.py`._\n"
+    (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
+
+
+def timed(fn, *args):
+    """``(result, seconds)`` of a call, blocking until JAX has finished."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return out, time.perf_counter() - start

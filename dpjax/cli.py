@@ -1,0 +1,102 @@
+"""The ``dpjax`` command line: ``dpjax demo`` runs the main job on built-in simulated data."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+THIN = 50
+
+
+def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress: bool) -> None:
+    """Release a DP summary of simulated working hours, then compare the naive posterior (noise
+    ignored) with dpjax's privacy-aware one: ArviZ summaries side by side and a plot."""
+    import arviz as az
+    import jax
+    import jax.numpy as jnp
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    from numpyro.infer import MCMC, NUTS
+
+    import dpjax
+    from dpjax.infer import DataAugmentationKernel
+    from dpjax.models import clamped_normal, naive_normal
+    from dpjax.models.normal import SENSITIVITY, _scaled
+
+    start = time.perf_counter()
+    truth = {"mu": 38.0, "sigma": 12.0}
+    k_data, k_release, k_naive, k_private = jax.random.split(jax.random.key(seed), 4)
+    hours = truth["mu"] + truth["sigma"] * jax.random.normal(k_data, (n,))
+    u = _scaled(hours, 0.0, 100.0)
+    confidential = jnp.stack([u.sum(), (u**2).sum()])
+    mechanism = dpjax.LaplaceMechanism(epsilon, SENSITIVITY)
+    release = mechanism.release(k_release, confidential)
+    print(f"dpjax demo: {n} people's weekly working hours (true μ = {truth['mu']}, σ = {truth['sigma']}).")
+    print(f"The curator releases (Σu, Σu²), u = hours/100 clamped to [0, 1], with {mechanism}.")
+    print(f"  confidential: {np.round(np.asarray(confidential), 2)}   released: {np.round(np.asarray(release), 2)}\n")
+
+    def fit(kernel, key, *args, label, thinning=1):
+        print(f"[{label}]", flush=True)
+        length = num_samples * thinning
+        mcmc = MCMC(kernel, num_warmup=length, num_samples=length, num_chains=2, thinning=thinning,
+                    chain_method="vectorized" if not progress else "sequential", progress_bar=progress)
+        mcmc.run(key, *args)
+        return mcmc
+
+    naive = fit(NUTS(naive_normal), k_naive, n, release, label="naive: release taken as exact")
+    private = fit(DataAugmentationKernel(clamped_normal), k_private, n, epsilon, release,
+                  label="dpjax: DataAugmentationKernel, noise accounted for (plain data augmentation "
+                        f"mixes slowly at high privacy: {THIN}x longer chains, thinned by {THIN})",
+                  thinning=THIN)
+
+    cols = ["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "r_hat"]
+    table = pd.concat(
+        {"naive": az.summary(az.from_numpyro(naive))[cols],
+         "privacy-aware": az.summary(az.from_numpyro(private))[cols]},
+        axis=1,
+    )
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print("\n" + table.to_string())
+    rate = float(np.mean(private.get_extra_fields()["record_accept_rate"]))
+    print(f"\nrecord acceptance rate {rate:.2f} (bound e^-ε = {np.exp(-epsilon):.2f}); "
+          f"true μ = {truth['mu']}, σ = {truth['sigma']}.")
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, name in zip(axes, ["mu", "sigma"]):
+        for mcmc, label, color in [(naive, "naive", "C1"), (private, "privacy-aware (dpjax)", "C0")]:
+            ax.hist(np.asarray(mcmc.get_samples()[name]), bins=60, density=True, alpha=0.55, label=label, color=color)
+        ax.axvline(truth[name], color="k", ls="--", label="truth")
+        ax.set(title=f"posterior of {name}", xlabel=name)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"n = {n}, Laplace release with ε = {epsilon:g}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"plot saved to {os.path.abspath(out)}; finished in {time.perf_counter() - start:.0f} s.")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="dpjax", description="Exact inference from differentially private releases.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="naive vs privacy-aware posterior on built-in simulated data")
+    d.add_argument("--epsilon", type=float, default=0.25, help="privacy-loss budget of the release (default 0.25)")
+    d.add_argument("--n", type=int, default=300, help="number of confidential records (default 300)")
+    d.add_argument("--seed", type=int, default=1)
+    d.add_argument("--num-samples", type=int, default=1000, help="draws kept per chain (default 1000)")
+    d.add_argument("--out", default="dpjax_demo.png", help="where to save the plot")
+    d.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    if args.epsilon <= 0 or args.n < 2 or args.num_samples < 10:
+        parser.error("need --epsilon > 0, --n >= 2 and --num-samples >= 10")
+    demo(args.epsilon, args.n, args.seed, args.out, args.num_samples, progress=not args.no_progress)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
