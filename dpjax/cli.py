@@ -7,7 +7,6 @@ import os
 import sys
 import time
 
-
 THIN = 50
 
 
@@ -40,38 +39,63 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
     release = mechanism.release(k_release, confidential)
     print(f"dpjax demo: {n} people's weekly working hours (true μ = {truth['mu']}, σ = {truth['sigma']}).")
     print(f"The curator releases (Σu, Σu²), u = hours/100 clamped to [0, 1], with {mechanism}.")
-    print(f"  confidential: {np.round(np.asarray(confidential), 2)}   released: {np.round(np.asarray(release), 2)}\n")
+    shown = lambda v: np.round(np.asarray(v), 2)
+    print(f"  confidential: {shown(confidential)}   released: {shown(release)}\n")
 
     def fit(kernel, key, *args, label, thinning=1):
         print(f"[{label}]", flush=True)
         length = num_samples * thinning
-        mcmc = MCMC(kernel, num_warmup=length, num_samples=length, num_chains=2, thinning=thinning,
-                    chain_method="vectorized" if not progress else "sequential", progress_bar=progress)
+        mcmc = MCMC(
+            kernel,
+            num_warmup=length,
+            num_samples=length,
+            num_chains=2,
+            thinning=thinning,
+            chain_method="vectorized" if not progress else "sequential",
+            progress_bar=progress,
+        )
         mcmc.run(key, *args)
         return mcmc
 
     naive = fit(NUTS(naive_normal), k_naive, n, release, label="naive: release taken as exact")
-    private = fit(DataAugmentationKernel(clamped_normal), k_private, n, epsilon, release,
-                  label="dpjax: DataAugmentationKernel, noise accounted for (plain data augmentation "
-                        f"mixes slowly at high privacy: {THIN}x longer chains, thinned by {THIN})",
-                  thinning=THIN)
+    private = fit(
+        DataAugmentationKernel(clamped_normal),
+        k_private,
+        n,
+        epsilon,
+        release,
+        label="dpjax: DataAugmentationKernel, noise accounted for (plain data augmentation "
+        f"mixes slowly at high privacy: {THIN}x longer chains, thinned by {THIN})",
+        thinning=THIN,
+    )
 
     cols = ["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "r_hat"]
     table = pd.concat(
-        {"naive": az.summary(az.from_numpyro(naive))[cols],
-         "privacy-aware": az.summary(az.from_numpyro(private))[cols]},
+        {
+            "naive": az.summary(az.from_numpyro(naive))[cols],
+            "privacy-aware": az.summary(az.from_numpyro(private))[cols],
+        },
         axis=1,
     )
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print("\n" + table.to_string())
     rate = float(np.mean(private.get_extra_fields()["record_accept_rate"]))
-    print(f"\nrecord acceptance rate {rate:.2f} (bound e^-ε = {np.exp(-epsilon):.2f}); "
-          f"true μ = {truth['mu']}, σ = {truth['sigma']}.")
+    print(
+        f"\nrecord acceptance rate {rate:.2f} (bound e^-ε = {np.exp(-epsilon):.2f}); "
+        f"true μ = {truth['mu']}, σ = {truth['sigma']}."
+    )
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, name in zip(axes, ["mu", "sigma"]):
         for mcmc, label, color in [(naive, "naive", "C1"), (private, "privacy-aware (dpjax)", "C0")]:
-            ax.hist(np.asarray(mcmc.get_samples()[name]), bins=60, density=True, alpha=0.55, label=label, color=color)
+            ax.hist(
+                np.asarray(mcmc.get_samples()[name]),
+                bins=60,
+                density=True,
+                alpha=0.55,
+                label=label,
+                color=color,
+            )
         ax.axvline(truth[name], color="k", ls="--", label="truth")
         ax.set(title=f"posterior of {name}", xlabel=name)
     axes[0].legend(fontsize=8)
@@ -82,10 +106,14 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="dpjax", description="Exact inference from differentially private releases.")
+    parser = argparse.ArgumentParser(
+        prog="dpjax", description="Exact inference from differentially private releases."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="naive vs privacy-aware posterior on built-in simulated data")
-    d.add_argument("--epsilon", type=float, default=0.25, help="privacy-loss budget of the release (default 0.25)")
+    d.add_argument(
+        "--epsilon", type=float, default=0.25, help="privacy-loss budget of the release (default 0.25)"
+    )
     d.add_argument("--n", type=int, default=300, help="number of confidential records (default 300)")
     d.add_argument("--seed", type=int, default=1)
     d.add_argument("--num-samples", type=int, default=1000, help="draws kept per chain (default 1000)")

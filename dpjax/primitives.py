@@ -32,8 +32,7 @@ def record_statistics(statistic, records):
     out = jax.vmap(statistic)(dict(records))
     if not isinstance(out, jax.Array):
         raise ValueError(
-            "`statistic` must return one array per record (e.g. jnp.stack([...])), got "
-            f"{type(out).__name__}."
+            f"`statistic` must return one array per record (e.g. jnp.stack([...])), got {type(out).__name__}."
         )
     return out.astype(jnp.result_type(float))
 

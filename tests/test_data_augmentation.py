@@ -79,8 +79,14 @@ def public_covariate_model(xs, s, noise_sd):
 
 
 def run(kernel, *args, num_warmup=500, num_samples=2000, num_chains=4, seed=0, extra_fields=()):
-    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                chain_method="vectorized", progress_bar=False)
+    mcmc = MCMC(
+        kernel,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        num_chains=num_chains,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
     mcmc.run(jax.random.key(seed), *args, extra_fields=extra_fields)
     return mcmc
 
@@ -95,8 +101,7 @@ def assert_moments(draws, mean, second):
 # ------------------------------------------------------------------ exact-posterior tests
 LAPLACE = [dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=1.0)]
 DLAPLACE = [dpjax.DiscreteLaplaceMechanism(epsilon=0.4)]
-TWO_SITES = [dpjax.LaplaceMechanism(epsilon=0.3, sensitivity=1.0),
-             dpjax.DiscreteGaussianMechanism(sigma=2.0)]
+TWO_SITES = [dpjax.LaplaceMechanism(epsilon=0.3, sensitivity=1.0), dpjax.DiscreteGaussianMechanism(sigma=2.0)]
 
 
 @pytest.mark.parametrize(
@@ -139,8 +144,14 @@ def test_record_acceptance_never_below_exp_minus_epsilon(eps):
     # release far from anything plausible so that many proposals move T the wrong way
     mechs = [dpjax.LaplaceMechanism(epsilon=eps, sensitivity=1.0)]
     model = lambda: bernoulli_model(40, [jnp.array(-30.0)], mechs)
-    mcmc = MCMC(DataAugmentationKernel(model, theta_update=beta_update), num_warmup=0,
-                num_samples=1000, num_chains=2, chain_method="vectorized", progress_bar=False)
+    mcmc = MCMC(
+        DataAugmentationKernel(model, theta_update=beta_update),
+        num_warmup=0,
+        num_samples=1000,
+        num_chains=2,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
     mcmc.run(jax.random.key(1))
     rate = np.asarray(mcmc.get_extra_fields()["record_accept_rate"])
     assert rate.min() >= np.exp(-eps) - 1e-6
@@ -153,26 +164,35 @@ def test_sweep_attains_the_bound_on_adversarial_moves(eps):
     n = 200
     t_old, t_new = jnp.zeros((n, 3)), jnp.tile(jnp.array([1.0, -0.5, 0.5]), (n, 1))
     res = jnp.array([-1.0, 1.0, -1.0])  # s - T on the side where each move increases |s - T|
-    out = dpjax.infer.record_sweep(jax.random.key(0), [t_old], [t_new], [res],
-                                   [mech.log_noise_density])
+    out = dpjax.infer.record_sweep(jax.random.key(0), [t_old], [t_new], [res], [mech.log_noise_density])
     assert float(out.accept_rate) == pytest.approx(np.exp(-eps), rel=1e-5)
     k = int(out.accepted.sum())
     np.testing.assert_allclose(out.residuals[0], res - k * jnp.array([1.0, -0.5, 0.5]), atol=1e-4)
 
 
 def test_two_sites_bound_uses_total_epsilon():
-    mechs = [dpjax.LaplaceMechanism(epsilon=0.7, sensitivity=1.0),
-             dpjax.LaplaceMechanism(epsilon=0.6, sensitivity=1.0)]
+    mechs = [
+        dpjax.LaplaceMechanism(epsilon=0.7, sensitivity=1.0),
+        dpjax.LaplaceMechanism(epsilon=0.6, sensitivity=1.0),
+    ]
     model = lambda: bernoulli_model(40, [jnp.array(-30.0), jnp.array(80.0)], mechs)
-    mcmc = run(DataAugmentationKernel(model, theta_update=beta_update), num_warmup=0,
-               num_samples=500, num_chains=2)
+    mcmc = run(
+        DataAugmentationKernel(model, theta_update=beta_update), num_warmup=0, num_samples=500, num_chains=2
+    )
     assert np.asarray(mcmc.get_extra_fields()["record_accept_rate"]).min() >= np.exp(-1.3) - 1e-6
 
 
 def test_carried_statistic_equals_recomputed():
-    mcmc = run(DataAugmentationKernel(normal_model, theta_update=normal_update, store_records=True),
-               30, jnp.array(10.0), 1.0, num_warmup=50, num_samples=200, num_chains=2,
-               extra_fields=("statistics",))
+    mcmc = run(
+        DataAugmentationKernel(normal_model, theta_update=normal_update, store_records=True),
+        30,
+        jnp.array(10.0),
+        1.0,
+        num_warmup=50,
+        num_samples=200,
+        num_chains=2,
+        extra_fields=("statistics",),
+    )
     x = mcmc.get_samples()["x"]
     carried = mcmc.get_extra_fields()["statistics"]["total"]
     np.testing.assert_allclose(carried, x.sum(-1), rtol=1e-5, atol=1e-4)
@@ -191,18 +211,37 @@ def test_same_key_same_draws_and_records_not_stored():
 
 @pytest.mark.parametrize("chain_method", ["sequential", "vectorized", "parallel"])
 def test_chain_methods_agree(chain_method):
-    mcmc = MCMC(DataAugmentationKernel(normal_model, theta_update=normal_update), num_warmup=20,
-                num_samples=30, num_chains=2, chain_method=chain_method, progress_bar=False)
+    mcmc = MCMC(
+        DataAugmentationKernel(normal_model, theta_update=normal_update),
+        num_warmup=20,
+        num_samples=30,
+        num_chains=2,
+        chain_method=chain_method,
+        progress_bar=False,
+    )
     mcmc.run(jax.random.key(0), 20, jnp.array(5.0), 1.0)
-    ref = MCMC(DataAugmentationKernel(normal_model, theta_update=normal_update), num_warmup=20,
-               num_samples=30, num_chains=2, chain_method="vectorized", progress_bar=False)
+    ref = MCMC(
+        DataAugmentationKernel(normal_model, theta_update=normal_update),
+        num_warmup=20,
+        num_samples=30,
+        num_chains=2,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
     ref.run(jax.random.key(0), 20, jnp.array(5.0), 1.0)
     np.testing.assert_allclose(mcmc.get_samples()["mu"], ref.get_samples()["mu"], rtol=1e-5)
 
 
 def test_arviz_from_numpyro_unchanged():
-    mcmc = run(DataAugmentationKernel(normal_model), 20, jnp.array(5.0), 1.0,
-               num_warmup=50, num_samples=50, num_chains=2)
+    mcmc = run(
+        DataAugmentationKernel(normal_model),
+        20,
+        jnp.array(5.0),
+        1.0,
+        num_warmup=50,
+        num_samples=50,
+        num_chains=2,
+    )
     idata = az.from_numpyro(mcmc)
     assert idata.posterior["mu"].shape == (2, 50)
     assert {"record_accept_rate", "acceptance_rate", "diverging"} <= set(idata.sample_stats)
@@ -290,8 +329,9 @@ def test_inner_kernel_settings_are_used():
 def test_exact_answer_is_not_the_naive_one():
     """Guard against a test that cannot fail: at ε = 0.2 the naive posterior is far too narrow."""
     n, s, mechs = 30, 9.6, [dpjax.LaplaceMechanism(epsilon=0.2, sensitivity=1.0)]
-    mcmc = run(DataAugmentationKernel(lambda: bernoulli_model(n, [jnp.array(s)], mechs),
-                                      theta_update=beta_update))
+    mcmc = run(
+        DataAugmentationKernel(lambda: bernoulli_model(n, [jnp.array(s)], mechs), theta_update=beta_update)
+    )
     draws = np.asarray(mcmc.get_samples(group_by_chain=True)["p"])
     z_naive, _ = mcse_z(draws**2, stats.beta(1 + s, 1 + n - s).moment(2))
     z_exact, _ = mcse_z(draws**2, exact_bernoulli_moments(n, [s], mechs)[1])

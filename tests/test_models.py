@@ -23,8 +23,14 @@ def test_naive_bayes_statistic_uses_the_right_cell():
 
 
 def _chains(model, update, args, seed=0, num_samples=1500):
-    mcmc = MCMC(DataAugmentationKernel(model, theta_update=update), num_warmup=300,
-                num_samples=num_samples, num_chains=4, chain_method="vectorized", progress_bar=False)
+    mcmc = MCMC(
+        DataAugmentationKernel(model, theta_update=update),
+        num_warmup=300,
+        num_samples=num_samples,
+        num_chains=4,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
     mcmc.run(jax.random.key(seed), *args)
     return mcmc
 
@@ -68,8 +74,14 @@ def test_regression_da_matches_joint_nuts():
     model = lambda release=None: m.clamped_regression(n, 3.0, release)
     sim = Predictive(model, num_samples=1)(jax.random.key(2))
     da = _chains(model, m.regression_update(), (sim["summary"][0],), num_samples=3000)
-    joint = MCMC(NUTS(model), num_warmup=500, num_samples=1000, num_chains=4,
-                 chain_method="vectorized", progress_bar=False)
+    joint = MCMC(
+        NUTS(model),
+        num_warmup=500,
+        num_samples=1000,
+        num_chains=4,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
     joint.run(jax.random.key(1), sim["summary"][0])
     a = np.asarray(da.get_samples(group_by_chain=True)["beta"])
     b = np.asarray(joint.get_samples(group_by_chain=True)["beta"])

@@ -46,8 +46,14 @@ def test_several_privatized_sites():
         with numpyro.plate("rows", 30):
             x = numpyro.sample("x", dist.Bernoulli(p))
         dpjax.privatized("a", MECH, lambda r: r["x"], {"x": x}, plate="rows", obs=s1)
-        dpjax.privatized("b", dpjax.DiscreteLaplaceMechanism(epsilon=1.0), lambda r: 1 - r["x"],
-                         {"x": x}, plate="rows", obs=s2)
+        dpjax.privatized(
+            "b",
+            dpjax.DiscreteLaplaceMechanism(epsilon=1.0),
+            lambda r: 1 - r["x"],
+            {"x": x},
+            plate="rows",
+            obs=s2,
+        )
 
     out = Predictive(two, num_samples=3)(jax.random.key(0))
     assert out["a"].shape == (3,) and out["b"].shape == (3,)
@@ -72,7 +78,6 @@ def test_bad_mechanism_and_records():
     with pytest.raises(ValueError, match="Mechanism"):
         dpjax.privatized("s", "laplace", lambda r: r, {"x": jnp.ones(3)}, plate="rows")
     with pytest.raises(ValueError, match="leading"):
-        dpjax.privatized("s", MECH, lambda r: r["x"], {"x": jnp.ones(3), "y": jnp.ones(4)},
-                         plate="rows")
+        dpjax.privatized("s", MECH, lambda r: r["x"], {"x": jnp.ones(3), "y": jnp.ones(4)}, plate="rows")
     with pytest.raises(ValueError, match="non-empty"):
         dpjax.privatized("s", MECH, lambda r: r, {}, plate="rows")

@@ -5,6 +5,10 @@ from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 
 __all__ = [
-    "DAState", "DataAugmentationKernel", "SweepResult", "accept_records", "record_sweep",
+    "DAState",
+    "DataAugmentationKernel",
+    "SweepResult",
+    "accept_records",
+    "record_sweep",
     "run_chain",
 ]

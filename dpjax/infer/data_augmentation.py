@@ -113,15 +113,13 @@ def _model_spec(tr) -> _Spec:
         missing = [k for k in info.record_sites if k not in in_plate]
         if missing:
             raise ValueError(
-                f"privatized site {pname!r}: records {missing} are not sample sites inside "
-                f"plate {plate!r}."
+                f"privatized site {pname!r}: records {missing} are not sample sites inside plate {plate!r}."
             )
     latent_records = tuple(k for k, s in in_plate.items() if not s["is_observed"])
     if not latent_records:
         raise ValueError(f"Plate {plate!r} has no latent record sites to impute.")
     theta = tuple(
-        k for k, s in tr.items()
-        if s["type"] == "sample" and not s["is_observed"] and k not in in_plate
+        k for k, s in tr.items() if s["type"] == "sample" and not s["is_observed"] and k not in in_plate
     )
     public = tuple(k for k, s in in_plate.items() if s["is_observed"])
     return _Spec(privatized, theta, latent_records, public)
@@ -198,7 +196,8 @@ class DataAugmentationKernel(MCMCKernel):
         self._model = model
         self._theta_update = theta_update
         self._inner = (
-            None if inner_kernel is None
+            None
+            if inner_kernel is None
             else inner_kernel.wrap_model(lambda m: conditioned(partial(_theta_given_records, m)))
         )
         self._store_records = bool(store_records)
@@ -238,8 +237,11 @@ class DataAugmentationKernel(MCMCKernel):
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
         init_one = partial(
-            self._init_one, num_warmup=num_warmup, init_params=init_params,
-            model_args=model_args, model_kwargs=model_kwargs,
+            self._init_one,
+            num_warmup=num_warmup,
+            init_params=init_params,
+            model_args=model_args,
+            model_kwargs=model_kwargs,
         )
         if is_prng_key(rng_key):
             self._sample_fn = self._sample_one
@@ -317,8 +319,14 @@ class DataAugmentationKernel(MCMCKernel):
         statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
         one = jnp.array(1.0)
         return DAState(
-            self._z(theta, records), records, statistics, theta_state,
-            one, one, jnp.array(False), key_next,
+            self._z(theta, records),
+            records,
+            statistics,
+            theta_state,
+            one,
+            one,
+            jnp.array(False),
+            key_next,
         )
 
     def _sample_one(self, state, model_args, model_kwargs):
@@ -339,6 +347,12 @@ class DataAugmentationKernel(MCMCKernel):
         records = accept_records(result.accepted, proposals, state.records)
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, result.residuals)}
         return DAState(
-            self._z(theta, records), records, statistics, theta_state,
-            result.accept_rate, accept_prob, diverging, key_next,
+            self._z(theta, records),
+            records,
+            statistics,
+            theta_state,
+            result.accept_rate,
+            accept_prob,
+            diverging,
+            key_next,
         )

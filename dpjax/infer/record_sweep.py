@@ -65,9 +65,7 @@ def record_sweep(
         return (res, jnp.where(accept, logp_star, logp)), (accept, log_alpha)
 
     log_u = jnp.log(random.uniform(rng_key, (n,)))
-    (residuals, _), (accepted, log_alpha) = lax.scan(
-        step, (residuals, log_eta(residuals)), (deltas, log_u)
-    )
+    (residuals, _), (accepted, log_alpha) = lax.scan(step, (residuals, log_eta(residuals)), (deltas, log_u))
     return SweepResult(accepted, residuals, jnp.mean(jnp.exp(jnp.minimum(log_alpha, 0.0))))
 
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions import constraints
 
-__all__ = ["Guarantee", "Mechanism", "integer"]
+__all__ = ["Guarantee", "IntegerMechanism", "Mechanism", "integer"]
 
 
 class _Integer(constraints.Constraint):
@@ -147,3 +147,13 @@ class Mechanism:
 
     def __repr__(self):
         return f"{type(self).__name__}(scale={self.scale!r}; {self.guarantee})"
+
+
+class IntegerMechanism(Mechanism):
+    """A mechanism for integer statistics: the statistic is rounded and the release is an integer."""
+
+    def release(self, rng_key, statistic):
+        statistic = jnp.asarray(statistic)
+        if statistic.dtype.kind == "f":
+            statistic = jnp.round(statistic)
+        return self.noise(statistic.astype(jnp.result_type(float))).sample(rng_key)

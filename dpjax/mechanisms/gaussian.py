@@ -14,7 +14,7 @@ from numpyro.distributions.util import validate_sample
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
-from .base import Guarantee, Mechanism, integer, positive, scalar_of
+from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, scalar_of
 from .laplace import DiscreteLaplace
 
 __all__ = [
@@ -65,8 +65,7 @@ class GaussianMechanism(Mechanism):
         given = [k for k, v in (("sigma", sigma), ("epsilon", epsilon), ("rho", rho)) if v is not None]
         if len(given) != 1:
             raise ValueError(
-                "Give exactly one of `sigma`, (`epsilon`, `delta`) or `rho`; got "
-                f"{given or 'none'}."
+                f"Give exactly one of `sigma`, (`epsilon`, `delta`) or `rho`; got {given or 'none'}."
             )
         self.sensitivity = positive("sensitivity", sensitivity, allow_none=sigma is not None)
         self._eps_delta = None
@@ -161,7 +160,7 @@ class DiscreteGaussian(dist.Distribution):
         return jnp.broadcast_to(self.loc, self.batch_shape)
 
 
-class DiscreteGaussianMechanism(Mechanism):
+class DiscreteGaussianMechanism(IntegerMechanism):
     """Discrete Gaussian mechanism for integer statistics (Canonne, Kamath & Steinke 2020):
     ``ρ``-zCDP with ``ρ = Δ₂² / (2σ²)``.
 
@@ -193,12 +192,6 @@ class DiscreteGaussianMechanism(Mechanism):
 
     def noise(self, loc):
         return DiscreteGaussian(loc, self.scale)
-
-    def release(self, rng_key, statistic):
-        statistic = jnp.asarray(statistic)
-        if statistic.dtype.kind == "f":
-            statistic = jnp.round(statistic)
-        return self.noise(statistic.astype(jnp.result_type(float))).sample(rng_key)
 
     def _max_log_density_per_entry(self):
         return -self._log_z

@@ -10,7 +10,7 @@ from jax import random
 from numpyro.distributions import constraints
 from numpyro.distributions.util import promote_shapes, validate_sample
 
-from .base import Guarantee, Mechanism, integer, positive, scalar_of
+from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, scalar_of
 
 __all__ = ["DiscreteLaplace", "DiscreteLaplaceMechanism", "LaplaceMechanism"]
 
@@ -101,7 +101,7 @@ class DiscreteLaplace(dist.Distribution):
         return jnp.broadcast_to(2 * p / (1 - p) ** 2, self.batch_shape)
 
 
-class DiscreteLaplaceMechanism(_LaplaceLike):
+class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
     """Discrete Laplace (two-sided geometric) mechanism for integer statistics: ε-DP with
     ``P(noise = k) ∝ exp(-ε |k| / Δ₁)`` (Ghosh, Roughgarden & Sundararajan 2012).
 
@@ -119,12 +119,6 @@ class DiscreteLaplaceMechanism(_LaplaceLike):
 
     def noise(self, loc):
         return DiscreteLaplace(loc, self.scale)
-
-    def release(self, rng_key, statistic):
-        statistic = jnp.asarray(statistic)
-        if statistic.dtype.kind == "f":
-            statistic = jnp.round(statistic)
-        return self.noise(statistic.astype(jnp.result_type(float))).sample(rng_key)
 
     def _max_log_density_per_entry(self):
         return np.log(np.tanh(0.5 / np.asarray(self.scale)))

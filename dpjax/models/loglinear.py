@@ -54,16 +54,18 @@ def naive_bayes(
     (1, 5, 5, 3)
     """
     p = numpyro.sample("p", dist.Dirichlet(jnp.full(num_classes, alpha)))
-    q = numpyro.sample(
-        "q", dist.Dirichlet(jnp.full((num_features, num_classes, num_levels), alpha))
-    )
+    q = numpyro.sample("q", dist.Dirichlet(jnp.full((num_features, num_classes, num_levels), alpha)))
     with numpyro.plate("records", num_records):
         y = numpyro.sample("y", dist.Categorical(p))
         x = numpyro.sample("x", dist.Categorical(jnp.swapaxes(q[:, y, :], 0, 1)).to_event(1))
     mechanism = LaplaceMechanism(epsilon, naive_bayes_sensitivity(num_features))
     privatized(
-        "counts", mechanism, naive_bayes_counts(num_classes, num_levels),
-        {"y": y, "x": x}, plate="records", obs=release,
+        "counts",
+        mechanism,
+        naive_bayes_counts(num_classes, num_levels),
+        {"y": y, "x": x},
+        plate="records",
+        obs=release,
     )
 
 

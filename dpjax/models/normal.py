@@ -33,8 +33,9 @@ def clamped_normal(n, epsilon, release=None, *, lower=0.0, upper=100.0, prior_me
     with numpyro.plate("people", n):
         x = numpyro.sample("x", dist.Normal(mu, sigma))
     statistic = lambda r: jnp.stack([_scaled(r["x"], lower, upper), _scaled(r["x"], lower, upper) ** 2])
-    privatized("summary", LaplaceMechanism(epsilon, SENSITIVITY), statistic, {"x": x},
-               plate="people", obs=release)
+    privatized(
+        "summary", LaplaceMechanism(epsilon, SENSITIVITY), statistic, {"x": x}, plate="people", obs=release
+    )
 
 
 def naive_normal(n, release, *, lower=0.0, upper=100.0, prior_mean=40.0, prior_scale=20.0):

@@ -81,8 +81,12 @@ def clamped_regression(
         y = numpyro.sample("y", dist.Normal(beta[0] + x @ beta[1:], jnp.sqrt(noise_var)))
     mechanism = LaplaceMechanism(epsilon, regression_sensitivity(p))
     privatized(
-        "summary", mechanism, regression_statistic(*bounds), {"x": x, "y": y},
-        plate="records", obs=release,
+        "summary",
+        mechanism,
+        regression_statistic(*bounds),
+        {"x": x, "y": y},
+        plate="records",
+        obs=release,
     )
 
 
