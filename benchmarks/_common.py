@@ -28,3 +28,16 @@ def timed(fn, *args):
     start = time.perf_counter()
     out = jax.block_until_ready(fn(*args))
     return out, time.perf_counter() - start
+
+
+def replicate_runner(model, theta_update, site, num_warmup, num_samples, *args):
+    """Compiled ``(keys, releases) -> (draws of site, record acceptance)``, vmapped over
+    replicates; the model is called as ``model(*args, release)``."""
+    from dpjax.infer import DataAugmentationKernel, run_chain
+
+    kernel = DataAugmentationKernel(model, theta_update=theta_update)
+    collect = lambda s: (s.z[site], s.record_accept_rate)
+    run = lambda key, release: run_chain(
+        kernel, key, (*args, release), num_warmup=num_warmup, num_samples=num_samples, collect=collect
+    )
+    return jax.jit(jax.vmap(run))

@@ -19,12 +19,10 @@ from tqdm import tqdm
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from _common import RESULTS, timed, write_results  # noqa: E402
+from _common import RESULTS, replicate_runner, timed, write_results  # noqa: E402
 
 import dpjax  # noqa: E402
 import dpjax.models as m  # noqa: E402
-from dpjax.infer import DataAugmentationKernel, run_chain  # noqa: E402
 
 EPS = [0.1, 0.3, 1.0, 3.0, 10.0]
 N = 100
@@ -32,11 +30,9 @@ N = 100
 
 @functools.lru_cache
 def chains(eps, num_warmup, num_samples):
-    kernel = DataAugmentationKernel(m.clamped_regression, theta_update=m.regression_update())
-    collect = lambda s: (s.z["beta"], s.record_accept_rate)
-    run = lambda key, s: run_chain(kernel, key, (N, eps, s), num_warmup=num_warmup,
-                                   num_samples=num_samples, collect=collect)
-    return jax.jit(jax.vmap(run))
+    return replicate_runner(
+        m.clamped_regression, m.regression_update(), "beta", num_warmup, num_samples, N, eps
+    )
 
 
 def main(replicates, num_warmup, num_samples):
@@ -53,42 +49,76 @@ def main(replicates, num_warmup, num_samples):
         mech = dpjax.LaplaceMechanism(eps, m.regression_sensitivity(2))
         kr, kc = jax.random.split(jax.random.fold_in(k_runs, int(eps * 10)))
         releases = jax.vmap(lambda k: mech.release(k, T))(jax.random.split(kr, replicates))
-        (beta, acc), secs = timed(chains(eps, num_warmup, num_samples), jax.random.split(kc, replicates), releases)
-        rows[eps] = {"post_mean": np.asarray(beta.mean(1)), "acc_mean": np.asarray(acc.mean(1)),
-                     "acc_min": np.asarray(acc.min(1))}
+        (beta, acc), secs = timed(
+            chains(eps, num_warmup, num_samples), jax.random.split(kc, replicates), releases
+        )
+        rows[eps] = {
+            "post_mean": np.asarray(beta.mean(1)),
+            "acc_mean": np.asarray(acc.mean(1)),
+            "acc_min": np.asarray(acc.min(1)),
+        }
         timings[eps] = secs
 
     payload = {
-        "settings": {"n": N, "replicates": replicates, "num_warmup": num_warmup, "num_samples": num_samples,
-                     "beta_true": list(m.regression.SEED_BETA), "sensitivity": m.regression_sensitivity(2)},
+        "settings": {
+            "n": N,
+            "replicates": replicates,
+            "num_warmup": num_warmup,
+            "num_samples": num_samples,
+            "beta_true": list(m.regression.SEED_BETA),
+            "sensitivity": m.regression_sensitivity(2),
+        },
         "confidential_posterior_mean": conf_mean.tolist(),
-        "posterior_means": {str(e): {"mean": r["post_mean"].mean(0).tolist(), "sd": r["post_mean"].std(0).tolist()}
-                            for e, r in rows.items()},
-        "acceptance": {str(e): {"mean_of_means": float(r["acc_mean"].mean()), "min_of_mins": float(r["acc_min"].min())}
-                       for e, r in rows.items()},
+        "posterior_means": {
+            str(e): {"mean": r["post_mean"].mean(0).tolist(), "sd": r["post_mean"].std(0).tolist()}
+            for e, r in rows.items()
+        },
+        "acceptance": {
+            str(e): {"mean_of_means": float(r["acc_mean"].mean()), "min_of_mins": float(r["acc_min"].min())}
+            for e, r in rows.items()
+        },
         "seconds_per_epsilon": {str(e): t for e, t in timings.items()},
     }
-    md = ["# Clamped linear regression (Ju et al. §5, Figure 2)", "",
-          f"Posterior means of β over {replicates} releases of one confidential dataset: mean (sd across releases).",
-          f"Confidential-data posterior mean (unclamped, conjugate): {np.round(conf_mean, 3).tolist()}. "
-          "The seed shows this as a scatter plot only (Figure 2): the means shrink to the prior mean 0 as ε → 0",
-          "and approach, without reaching (clamping), the confidential posterior as ε grows.", "",
-          "| ε | β0 | β1 | β2 | record acc. mean | min | wall time (s) |", "|---|---|---|---|---|---|---|"]
+    md = [
+        "# Clamped linear regression (Ju et al. §5, Figure 2)",
+        "",
+        f"Posterior means of β over {replicates} releases of one confidential dataset: mean (sd across releases).",
+        f"Confidential-data posterior mean (unclamped, conjugate): {np.round(conf_mean, 3).tolist()}. "
+        "The seed shows this as a scatter plot only (Figure 2): the means shrink to the prior mean 0 as ε → 0",
+        "and approach, without reaching (clamping), the confidential posterior as ε grows.",
+        "",
+        "| ε | β0 | β1 | β2 | record acc. mean | min | wall time (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for e in EPS:
         r = payload["posterior_means"][str(e)]
         a = payload["acceptance"][str(e)]
-        md.append(f"| {e:g} | " + " | ".join(f"{mu:.3f} ({sd:.3f})" for mu, sd in zip(r["mean"], r["sd"]))
-                  + f" | {a['mean_of_means']:.3f} | {a['min_of_mins']:.3f} | {timings[e]:.0f} |")
+        md.append(
+            f"| {e:g} | "
+            + " | ".join(f"{mu:.3f} ({sd:.3f})" for mu, sd in zip(r["mean"], r["sd"]))
+            + f" | {a['mean_of_means']:.3f} | {a['min_of_mins']:.3f} | {timings[e]:.0f} |"
+        )
     write_results("regression_study", payload, "\n".join(md))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for j in range(3):
         for i, e in enumerate(EPS):
-            ax.scatter(np.full(replicates, i + (j - 1) * 0.2), rows[e]["post_mean"][:, j], s=3, color=f"C{j}", alpha=0.6)
+            ax.scatter(
+                np.full(replicates, i + (j - 1) * 0.2),
+                rows[e]["post_mean"][:, j],
+                s=3,
+                color=f"C{j}",
+                alpha=0.6,
+            )
         ax.axhline(conf_mean[j], color=f"C{j}", lw=1, label=f"β{j} (confidential posterior mean)")
     ax.axhline(0, color="k", ls="--", lw=1)
-    ax.set(xticks=range(len(EPS)), xticklabels=[f"{e:g}" for e in EPS], xlabel="ε", ylabel="posterior mean",
-           title="Posterior means of β | s_dp, 100 releases per ε")
+    ax.set(
+        xticks=range(len(EPS)),
+        xticklabels=[f"{e:g}" for e in EPS],
+        xlabel="ε",
+        ylabel="posterior mean",
+        title="Posterior means of β | s_dp, 100 releases per ε",
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(RESULTS / "regression_fig2.png", dpi=120)

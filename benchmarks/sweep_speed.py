@@ -13,10 +13,8 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from jax import lax
-
 from _common import write_results
+from jax import lax
 
 import dpjax
 import dpjax.models as m
@@ -68,13 +66,23 @@ def scan_ns(n, dim, chains, recompute=False):
         t_new = jax.random.uniform(k2, (n, dim))
         res = jnp.zeros(dim)
         if not recompute:
-            out = lax.fori_loop(0, iters, lambda i, r: record_sweep(jax.random.fold_in(k3, i), [t_old], [t_new], [r],
-                                                                     [mech.log_noise_density]).residuals[0], res)
+            out = lax.fori_loop(
+                0,
+                iters,
+                lambda i, r: record_sweep(
+                    jax.random.fold_in(k3, i), [t_old], [t_new], [r], [mech.log_noise_density]
+                ).residuals[0],
+                res,
+            )
             return out
+
         def step(t, i):  # recompute T over all records at every step: O(n) per record
             t_star = t.at[i].set(t_new[i])
             lp = lambda tt: jnp.sum(mech.log_noise_density(res - tt.sum(0)))
-            return jnp.where(lp(t_star) - lp(t) > jnp.log(jax.random.uniform(jax.random.fold_in(k3, i))), t_star, t), None
+            return jnp.where(
+                lp(t_star) - lp(t) > jnp.log(jax.random.uniform(jax.random.fold_in(k3, i))), t_star, t
+            ), None
+
         out = lax.fori_loop(0, iters, lambda j, t: lax.scan(step, t, jnp.arange(n))[0], t_old)
         return out.sum()
 
@@ -96,13 +104,26 @@ def main(sizes, chains):
             row["recompute_1"] = scan_ns(n, 9, 1, recompute=True)
         rows.append(row)
         print(row, flush=True)
-    cols = ["kernel_1", f"kernel_{chains}", "scan9_1", f"scan9_{chains}", "scan1_1", f"scan1_{chains}", "recompute_1"]
-    md = ["# Record sweep cost (ns per record update)", "",
-          f"`kernel`: full DataAugmentationKernel iteration on the clamped regression (dim T = 9) per record; "
-          f"`scan9`/`scan1`: the scan of `record_sweep` alone at dim T = 9 / 1; `recompute`: T recomputed from all "
-          f"records at every step (no record additivity). Suffix: number of chains (vmapped; ns per record per chain). "
-          "Target: ≤ 50 ns per record update at dim T ≤ 10, linear in n.", "",
-          "| n | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    cols = [
+        "kernel_1",
+        f"kernel_{chains}",
+        "scan9_1",
+        f"scan9_{chains}",
+        "scan1_1",
+        f"scan1_{chains}",
+        "recompute_1",
+    ]
+    md = [
+        "# Record sweep cost (ns per record update)",
+        "",
+        "`kernel`: full DataAugmentationKernel iteration on the clamped regression (dim T = 9) per record; "
+        "`scan9`/`scan1`: the scan of `record_sweep` alone at dim T = 9 / 1; `recompute`: T recomputed from all "
+        "records at every step (no record additivity). Suffix: number of chains (vmapped; ns per record per chain). "
+        "Target: ≤ 50 ns per record update at dim T ≤ 10, linear in n.",
+        "",
+        "| n | " + " | ".join(cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+    ]
     for r in rows:
         md.append(f"| {r['n']:,} | " + " | ".join(f"{r[c]:.1f}" if c in r else "–" for c in cols) + " |")
     write_results("sweep_speed", {"rows": rows, "chains": chains}, "\n".join(md))

@@ -336,3 +336,15 @@ def test_exact_answer_is_not_the_naive_one():
     z_naive, _ = mcse_z(draws**2, stats.beta(1 + s, 1 + n - s).moment(2))
     z_exact, _ = mcse_z(draws**2, exact_bernoulli_moments(n, [s], mechs)[1])
     assert abs(z_exact) < Z_MAX < abs(z_naive), (z_exact, z_naive)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("theta_step", ["exact", "nuts"])
+def test_beta_bernoulli_exact_posterior_long_run(theta_step):
+    """Higher-power version: n = 200, two integer releases, 8 chains x 20 000 draws."""
+    n, releases = 200, [61.0, 70.0]
+    mechs = [dpjax.DiscreteGaussianMechanism(sigma=5.0), dpjax.DiscreteLaplaceMechanism(epsilon=0.3)]
+    kw = {"theta_update": beta_update} if theta_step == "exact" else {}
+    model = lambda: bernoulli_model(n, [jnp.array(s) for s in releases], mechs)
+    mcmc = run(DataAugmentationKernel(model, **kw), num_warmup=2000, num_samples=20000, num_chains=8)
+    assert_moments(mcmc.get_samples(group_by_chain=True)["p"], *exact_bernoulli_moments(n, releases, mechs))
