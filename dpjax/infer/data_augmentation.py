@@ -256,15 +256,18 @@ class DataAugmentationKernel(MCMCKernel):
 
     # ---------------------------------------------------------------- internals
     def _simulate(self, rng_key, theta, model_args, model_kwargs):
-        """One vectorised model call: fresh records x* ~ f(·|θ) for every slot, plus the public
-        record values and the releases (constants that XLA folds away where unused)."""
-        spec = self._spec
+        """One vectorised model call: fresh records x* ~ f(·|θ) for every record slot."""
         model = handlers.seed(handlers.condition(self._model, data=theta), rng_key)
         tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
-        proposals = {k: tr[k]["value"] for k in spec.latent_records}
-        public = {k: tr[k]["value"] for k in spec.public_records}
-        releases = tuple(jnp.asarray(tr[n]["value"]) for n, _ in spec.privatized)
-        return proposals, public, releases
+        return {k: tr[k]["value"] for k in self._spec.latent_records}
+
+    def _observed(self, theta, records, model_args, model_kwargs):
+        """Public record values and releases: a trace with every latent site conditioned (no
+        randomness; XLA folds away what is unused)."""
+        model = handlers.condition(self._model, data={**theta, **records})
+        tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
+        public = {k: tr[k]["value"] for k in self._spec.public_records}
+        return public, tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized)
 
     def _per_record(self, full_records):
         return tuple(
@@ -333,11 +336,11 @@ class DataAugmentationKernel(MCMCKernel):
         spec = self._spec
         key_theta, key_prop, key_sweep, key_next = random.split(state.rng_key, 4)
         theta = {k: state.z[k] for k in spec.theta}
-        _, public, releases = self._simulate(key_prop, theta, model_args, model_kwargs)
+        public, releases = self._observed(theta, state.records, model_args, model_kwargs)
         theta, theta_state, accept_prob, diverging = self._theta_step(
             key_theta, state, theta, public, model_args, model_kwargs
         )
-        proposals, _, _ = self._simulate(key_prop, theta, model_args, model_kwargs)
+        proposals = self._simulate(key_prop, theta, model_args, model_kwargs)
         t_old = self._per_record({**public, **state.records})
         t_new = self._per_record({**public, **proposals})
         # residuals recomputed from scratch each sweep, so float error never accumulates
