@@ -88,6 +88,7 @@ def test_regression_da_matches_joint_nuts():
     for j in range(3):
         se_a, ess_a = mcse(a[..., j])
         se_b, ess_b = mcse(b[..., j])
+        assert min(ess_a, ess_b) > 100, (j, ess_a, ess_b)  # enough power to detect a wrong posterior
         se = np.hypot(se_a, se_b)
         assert abs(a[..., j].mean() - b[..., j].mean()) / se < 4, (j, ess_a, ess_b)
 
