@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-THIN = 50
+THIN = 100
 
 
 def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress: bool) -> None:
