@@ -229,7 +229,8 @@ def test_chain_methods_agree(chain_method):
         progress_bar=False,
     )
     ref.run(jax.random.key(0), 20, jnp.array(5.0), 1.0)
-    np.testing.assert_allclose(mcmc.get_samples()["mu"], ref.get_samples()["mu"], rtol=1e-5)
+    # identical chains up to float32 rounding of vmapped vs unvmapped reductions
+    np.testing.assert_allclose(mcmc.get_samples()["mu"], ref.get_samples()["mu"], rtol=1e-5, atol=1e-6)
 
 
 def test_arviz_from_numpyro_unchanged():

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import random
 from numpyro import handlers
+from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
 from numpyro.infer.mcmc import MCMCKernel
@@ -22,6 +23,7 @@ from numpyro.primitives import Messenger
 from numpyro.util import is_prng_key
 
 from ..primitives import INFER_KEY, PrivatizedInfo, record_statistics
+from .noncentred import init_nc_state, noise_supported, noncentred_moves
 from .record_sweep import accept_records, record_sweep
 
 __all__ = ["DAState", "DataAugmentationKernel"]
@@ -36,6 +38,8 @@ class DAState(NamedTuple):
     - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
     - **record_accept_rate** – mean record acceptance probability of the last sweep.
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
+    - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
+      the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
     - **rng_key** – PRNG key for the next iteration.
     """
 
@@ -46,6 +50,9 @@ class DAState(NamedTuple):
     record_accept_rate: jax.Array
     accept_prob: jax.Array
     diverging: jax.Array
+    nc: Any
+    nc_accept_rate: jax.Array
+    nc_step_size: jax.Array
     rng_key: jax.Array
 
 
@@ -141,10 +148,16 @@ class DataAugmentationKernel(MCMCKernel):
     :param theta_update: exact conditional ``theta_update(rng_key, records, params) -> params``
         (e.g. a conjugate draw) used instead of the inner kernel. ``records`` holds every record
         site (latent and public) with records along axis 0; ``params`` the constrained θ sites.
+    :param noncentred_moves: random-walk Metropolis moves of θ per iteration with the records held
+        fixed as noise variables u, x = g(θ, u) (interweaving; see :mod:`dpjax.infer.noncentred`).
+        They keep θ mixing when the release is weak compared with the data. ``"auto"`` (default):
+        5 where every latent record site has a noise representation and θ is continuous, else 0.
+        ``0`` gives the seed's plain Algorithm 1.
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
 
     Extra fields for ``MCMC.run(..., extra_fields=...)`` and ArviZ: ``record_accept_rate``,
-    ``accept_prob``, ``diverging`` (collected by default) and ``statistics``.
+    ``accept_prob``, ``diverging``, ``nc_accept_rate``, ``nc_step_size`` (collected by default when
+    they apply) and ``statistics``.
 
     **Example**
 
@@ -171,6 +184,7 @@ class DataAugmentationKernel(MCMCKernel):
         *,
         inner_kernel: HMC | None = None,
         theta_update: Callable | None = None,
+        noncentred_moves: int | str = "auto",
         store_records: bool = False,
     ):
         if isinstance(model, HMC):  # DataAugmentationKernel(NUTS(model)), as with HMCGibbs
@@ -187,6 +201,8 @@ class DataAugmentationKernel(MCMCKernel):
             model = inner_kernel.model
         if model is None or not callable(model):
             raise ValueError("`model` must be a NumPyro model (a callable).")
+        if noncentred_moves != "auto" and not (isinstance(noncentred_moves, int) and noncentred_moves >= 0):
+            raise ValueError(f"`noncentred_moves` must be 'auto' or an int >= 0, got {noncentred_moves!r}.")
         if theta_update is not None and not callable(theta_update):
             raise ValueError("`theta_update` must be a callable (rng_key, records, params) -> params.")
         if inner_kernel is None and theta_update is None:
@@ -201,6 +217,11 @@ class DataAugmentationKernel(MCMCKernel):
             else inner_kernel.wrap_model(lambda m: conditioned(partial(_theta_given_records, m)))
         )
         self._store_records = bool(store_records)
+        self._noncentred = noncentred_moves
+        # static, resolved at `init`
+        self._num_moves = 0
+        self._supports = None
+        self._num_warmup = 0
         self._spec: _Spec | None = None
         self._sample_fn = None
 
@@ -219,7 +240,9 @@ class DataAugmentationKernel(MCMCKernel):
     @property
     def default_fields(self):
         fields = ("z", "record_accept_rate")
-        return fields if self._inner is None else fields + ("accept_prob", "diverging")
+        if self._inner is not None:
+            fields += ("accept_prob", "diverging")
+        return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
 
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"
@@ -229,6 +252,8 @@ class DataAugmentationKernel(MCMCKernel):
                 f" | θ: {int(hs.num_steps)} steps of size {float(hs.adapt_state.step_size):.2e},"
                 f" acc. prob {float(hs.mean_accept_prob):.2f}"
             )
+        if self._num_moves:
+            text += f" | NC: acc. {float(state.nc_accept_rate):.2f}, step {float(state.nc_step_size):.2g}"
         return text
 
     def postprocess_fn(self, model_args, model_kwargs):
@@ -298,6 +323,7 @@ class DataAugmentationKernel(MCMCKernel):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
         tr = prototype_trace(self._model, key_trace, model_args, model_kwargs)
         self._spec = spec = _model_spec(tr)
+        self._resolve_noncentred(tr, num_warmup)
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
         theta_state = ()
@@ -321,6 +347,8 @@ class DataAugmentationKernel(MCMCKernel):
         t_now = self._per_record({**public, **records})
         statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
         one = jnp.array(1.0)
+        nc = init_nc_state(theta, self._supports) if self._num_moves else ()
+        step = jnp.exp(nc.log_step) if self._num_moves else jnp.array(0.0)
         return DAState(
             self._z(theta, records),
             records,
@@ -329,12 +357,31 @@ class DataAugmentationKernel(MCMCKernel):
             one,
             one,
             jnp.array(False),
+            nc,
+            jnp.array(0.0),
+            step,
             key_next,
         )
 
+    def _resolve_noncentred(self, tr, num_warmup):
+        spec = self._spec
+        blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
+        blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
+        if self._noncentred == "auto":
+            self._num_moves = 0 if blockers else 5
+        elif self._noncentred and blockers:
+            raise ValueError(
+                f"`noncentred_moves` needs a noise representation of every latent record site and a "
+                f"continuous θ; not available for sites {blockers}."
+            )
+        else:
+            self._num_moves = self._noncentred
+        self._supports = {k: tr[k]["fn"].support for k in spec.theta}
+        self._num_warmup = num_warmup
+
     def _sample_one(self, state, model_args, model_kwargs):
         spec = self._spec
-        key_theta, key_prop, key_sweep, key_next = random.split(state.rng_key, 4)
+        key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
         theta = {k: state.z[k] for k in spec.theta}
         public, releases = self._observed(theta, state.records, model_args, model_kwargs)
         theta, theta_state, accept_prob, diverging = self._theta_step(
@@ -349,6 +396,26 @@ class DataAugmentationKernel(MCMCKernel):
         result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms)
         records = accept_records(result.accepted, proposals, state.records)
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, result.residuals)}
+        nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
+        if self._num_moves:
+            theta, records, nc, nc_rate = noncentred_moves(
+                key_nc,
+                state.nc,
+                theta,
+                records,
+                model=self._model,
+                supports=self._supports,
+                num_moves=self._num_moves,
+                num_warmup=self._num_warmup,
+                model_args=model_args,
+                model_kwargs=model_kwargs,
+            )
+            nc_step = jnp.exp(state.nc.log_step)
+            t_now = self._per_record({**public, **records})
+            statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
+            if self._inner is not None:  # point the inner sampler at the moved θ
+                z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in spec.theta}
+                theta_state = theta_state._replace(z={**theta_state.z, **z})
         return DAState(
             self._z(theta, records),
             records,
@@ -357,5 +424,8 @@ class DataAugmentationKernel(MCMCKernel):
             result.accept_rate,
             accept_prob,
             diverging,
+            nc,
+            nc_rate,
+            nc_step,
             key_next,
         )
