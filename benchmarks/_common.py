@@ -35,7 +35,7 @@ def replicate_runner(model, theta_update, site, num_warmup, num_samples, *args):
     replicates; the model is called as ``model(*args, release)``."""
     from dpjax.infer import DataAugmentationKernel, run_chain
 
-    kernel = DataAugmentationKernel(model, theta_update=theta_update)
+    kernel = DataAugmentationKernel(model, theta_update=theta_update, noncentred_moves=0)  # seed: Algorithm 1
     collect = lambda s: (s.z[site], s.record_accept_rate)
     run = lambda key, release: run_chain(
         kernel, key, (*args, release), num_warmup=num_warmup, num_samples=num_samples, collect=collect
