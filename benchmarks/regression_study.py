@@ -27,8 +27,11 @@ import dpjax.models as m  # noqa: E402
 EPS = [0.1, 0.3, 1.0, 3.0, 10.0]
 N = 100
 SEED_COVERAGE = {  # Appendix S-5, Table 1 of the seed (β0, β1, β2)
-    0.1: [0.99, 0.60, 0.99], 0.3: [1.0, 0.66, 0.94], 1.0: [1.0, 0.84, 0.80],
-    3.0: [1.0, 0.84, 0.75], 10.0: [0.93, 0.87, 0.85],
+    0.1: [0.99, 0.60, 0.99],
+    0.3: [1.0, 0.66, 0.94],
+    1.0: [1.0, 0.84, 0.80],
+    3.0: [1.0, 0.84, 0.75],
+    10.0: [0.93, 0.87, 0.85],
 }
 
 
@@ -58,9 +61,12 @@ def main(replicates, num_warmup, num_samples):
         )
         # coverage (seed's Table S1): fresh confidential dataset and release per replicate
         kd, kc2 = jax.random.split(jax.random.fold_in(kc, 1))
-        sims = jax.vmap(lambda k: Predictive(m.clamped_regression, posterior_samples=truth)(k, N, eps)["summary"][0])(
-            jax.random.split(kd, replicates))
-        (beta2, _), secs2 = timed(chains(eps, num_warmup, num_samples), jax.random.split(kc2, replicates), sims)
+        sims = jax.vmap(
+            lambda k: Predictive(m.clamped_regression, posterior_samples=truth)(k, N, eps)["summary"][0]
+        )(jax.random.split(kd, replicates))
+        (beta2, _), secs2 = timed(
+            chains(eps, num_warmup, num_samples), jax.random.split(kc2, replicates), sims
+        )
         lo, hi = np.quantile(np.asarray(beta2), [0.05, 0.95], axis=1)
         beta_true = np.asarray(m.regression.SEED_BETA)
         coverage[eps] = ((lo <= beta_true) & (beta_true <= hi)).mean(0)
@@ -113,10 +119,20 @@ def main(replicates, num_warmup, num_samples):
             + " | ".join(f"{mu:.3f} ({sd:.3f})" for mu, sd in zip(r["mean"], r["sd"]))
             + f" | {a['mean_of_means']:.3f} | {a['min_of_mins']:.3f} | {timings[e]:.0f} |"
         )
-    md += ["", f"Coverage of 90% credible intervals for β ({replicates} confidential datasets, one release each; "
-           "the seed's Appendix S-5 table): dpjax / seed.", "", "| ε | β0=-1.79 | β1=-2.89 | β2=-0.66 |", "|---|---|---|---|"]
+    md += [
+        "",
+        f"Coverage of 90% credible intervals for β ({replicates} confidential datasets, one release each; "
+        "the seed's Appendix S-5 table): dpjax / seed.",
+        "",
+        "| ε | β0=-1.79 | β1=-2.89 | β2=-0.66 |",
+        "|---|---|---|---|",
+    ]
     for e in EPS:
-        md.append(f"| {e:g} | " + " | ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(coverage[e], SEED_COVERAGE[e])) + " |")
+        md.append(
+            f"| {e:g} | "
+            + " | ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(coverage[e], SEED_COVERAGE[e]))
+            + " |"
+        )
     write_results("regression_study", payload, "\n".join(md))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -39,7 +39,9 @@ def iterations_for(n):
 
 def kernel_ns(n, chains):
     mech = dpjax.LaplaceMechanism(1.0, m.regression_sensitivity(2))
-    kernel = DataAugmentationKernel(m.clamped_regression, theta_update=m.regression_update(), noncentred_moves=0)
+    kernel = DataAugmentationKernel(
+        m.clamped_regression, theta_update=m.regression_update(), noncentred_moves=0
+    )
     release = mech.release(jax.random.key(1), jnp.zeros(9))
     args = (n, 1.0, release)
     iters = iterations_for(n)
