@@ -70,3 +70,19 @@ def measure_ess(kernel, args, site, num_warmup, num_samples, chains=4, seed=0):
         "min_ess_per_s": ess / run_s,
         "draws_per_chain": num_samples,
     }
+
+
+ESS_COLUMNS = [
+    ("draws/chain", lambda r: r["draws_per_chain"]),
+    ("min ESS", lambda r: f"{r['min_ess']:.0f}"),
+    ("sampling s", lambda r: f"{r['seconds']:.2f}"),
+    ("min ESS/s", lambda r: f"{r['min_ess_per_s']:.1f}"),
+    ("compile s", lambda r: f"{r['compile_seconds']:.1f}"),
+]
+
+
+def table(rows, columns):
+    """Markdown table of ``rows`` with ``columns = [(header, row -> cell), ...]``."""
+    lines = ["| " + " | ".join(h for h, _ in columns) + " |", "|---" * len(columns) + "|"]
+    lines += ["| " + " | ".join(str(f(r)) for _, f in columns) + " |" for r in rows]
+    return lines

@@ -7,7 +7,7 @@ categorical records). Exact Dirichlet θ-step in both; joint NUTS cannot handle 
 import argparse
 
 import jax
-from _common import measure_ess, write_results
+from _common import ESS_COLUMNS, measure_ess, table, write_results
 from numpyro.infer import Predictive
 
 import dpjax
@@ -40,14 +40,8 @@ def main(eps_list, scale):
         "",
         "Minimum over p of the bulk ESS (4 vmapped chains) per second of sampling; compile time apart.",
         "",
-        "| ε | method | draws/chain | min ESS | sampling s | min ESS/s | compile s |",
-        "|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        md.append(
-            f"| {r['epsilon']:g} | {r['method']} | {r['draws_per_chain']} | {r['min_ess']:.0f} | "
-            f"{r['seconds']:.2f} | {r['min_ess_per_s']:.1f} | {r['compile_seconds']:.1f} |"
-        )
+    md += table(rows, [("ε", lambda r: f"{r['epsilon']:g}"), ("method", lambda r: r["method"])] + ESS_COLUMNS)
     write_results("loglinear_ess", {"rows": rows}, "\n".join(md))
 
 

@@ -11,7 +11,7 @@ import argparse
 
 import jax
 import jax.numpy as jnp
-from _common import measure_ess, write_results
+from _common import ESS_COLUMNS, measure_ess, table, write_results
 from numpyro.infer import NUTS, Predictive
 
 import dpjax
@@ -59,14 +59,12 @@ def main(sizes, eps_list, scale):
         "Minimum over β of the bulk ESS (4 vmapped chains) per second of sampling; compile time apart. "
         "`plain DA` is the seed's Algorithm 1; `DA + NC` adds 5 non-centred θ-moves per iteration.",
         "",
-        "| n | ε | method | draws/chain | min ESS | sampling s | min ESS/s | compile s |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        md.append(
-            f"| {r['n']} | {r['epsilon']:g} | {r['method']} | {r['draws_per_chain']} | {r['min_ess']:.0f} | "
-            f"{r['seconds']:.2f} | {r['min_ess_per_s']:.1f} | {r['compile_seconds']:.1f} |"
-        )
+    md += table(
+        rows,
+        [("n", lambda r: r["n"]), ("ε", lambda r: f"{r['epsilon']:g}"), ("method", lambda r: r["method"])]
+        + ESS_COLUMNS,
+    )
     write_results("regression_ess", {"rows": rows}, "\n".join(md))
 
 
