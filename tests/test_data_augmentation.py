@@ -349,3 +349,12 @@ def test_beta_bernoulli_exact_posterior_long_run(theta_step):
     model = lambda: bernoulli_model(n, [jnp.array(s) for s in releases], mechs)
     mcmc = run(DataAugmentationKernel(model, **kw), num_warmup=2000, num_samples=20000, num_chains=8)
     assert_moments(mcmc.get_samples(group_by_chain=True)["p"], *exact_bernoulli_moments(n, releases, mechs))
+
+
+def test_arviz_with_stored_records_has_release_log_likelihood():
+    kernel = DataAugmentationKernel(normal_model, theta_update=normal_update, store_records=True)
+    mcmc = run(kernel, 20, jnp.array(5.0), 1.0, num_warmup=20, num_samples=30, num_chains=2)
+    idata = az.from_numpyro(mcmc)
+    assert idata.posterior["x"].shape == (2, 30, 20)
+    assert idata.log_likelihood["total"].shape == (2, 30)  # log η(s | T(x)) of each stored database
+    assert float(idata.observed_data["total"]) == 5.0
