@@ -357,4 +357,4 @@ def test_arviz_with_stored_records_has_release_log_likelihood():
     idata = az.from_numpyro(mcmc)
     assert idata.posterior["x"].shape == (2, 30, 20)
     assert idata.log_likelihood["total"].shape == (2, 30)  # log η(s | T(x)) of each stored database
-    assert float(idata.observed_data["total"]) == 5.0
+    assert float(np.asarray(idata.observed_data["total"]).squeeze()) == 5.0
