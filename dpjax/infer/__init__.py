@@ -1,10 +1,15 @@
 """Inference engines for privatized data."""
 
+from .abc import ABCResult, ISResult, abc_importance, exact_abc
 from .data_augmentation import DAState, DataAugmentationKernel
 from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 
 __all__ = [
+    "ABCResult",
+    "ISResult",
+    "abc_importance",
+    "exact_abc",
     "DAState",
     "DataAugmentationKernel",
     "SweepResult",

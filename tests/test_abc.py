@@ -1,0 +1,124 @@
+"""Exact ABC against exact posteriors by numerical summation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from scipy.special import betaln, gammaln
+
+import dpjax
+from dpjax.infer import abc_importance, exact_abc
+
+EPS, S_DP = 0.2, 37.4
+
+
+def poisson_model(alpha, release=None):
+    theta = numpyro.sample("theta", dist.Gamma(alpha, 1.0))
+    with numpyro.plate("count", 1):
+        s = numpyro.sample("s", dist.Poisson(theta))
+    mech = dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0)
+    dpjax.privatized("s_dp", mech, lambda r: r["s"], {"s": s}, plate="count", obs=release)
+
+
+def exact_poisson(alpha, s_dp=S_DP):
+    """E[θ | s_dp], E[θ² | s_dp]: sum over the confidential count k (NegBin(α, 1/2) prior predictive)."""
+    k = np.arange(0, 400)
+    log_w = gammaln(alpha + k) - gammaln(alpha) - gammaln(k + 1) - (alpha + k) * np.log(2)
+    log_w += np.asarray(
+        dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0).log_density(s_dp, k.astype(float))
+    )
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    return float(w @ ((alpha + k) / 2)), float(w @ ((alpha + k) * (alpha + k + 1) / 4))
+
+
+def bernoulli_model(release=None):
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    with numpyro.plate("people", 30):
+        x = numpyro.sample("x", dist.Bernoulli(p))
+    mech = dpjax.DiscreteLaplaceMechanism(epsilon=0.5)
+    dpjax.privatized("count", mech, lambda r: r["x"], {"x": x}, plate="people", obs=release)
+
+
+def exact_bernoulli(s_dp, n=30):
+    k = np.arange(n + 1)
+    log_w = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + betaln(2 + k, 2 + n - k)
+    log_w += np.asarray(dpjax.DiscreteLaplaceMechanism(epsilon=0.5).log_density(s_dp, k.astype(float)))
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    return float(w @ ((2 + k) / (n + 4))), float(w @ ((2 + k) * (3 + k) / ((n + 4) * (n + 5))))
+
+
+def z_iid(draws, exact):
+    draws = np.asarray(draws, dtype=float)
+    return (draws.mean() - exact) / (draws.std() / np.sqrt(draws.size))
+
+
+@pytest.mark.parametrize("alpha", [25.0, 5.0])
+def test_poisson_gamma_laplace_exact_posterior(alpha):
+    out = exact_abc(jax.random.key(1), poisson_model, alpha, jnp.array(S_DP), num_samples=4000)
+    theta = out.samples["theta"]
+    mean, second = exact_poisson(alpha)
+    assert abs(z_iid(theta, mean)) < 4 and abs(z_iid(theta**2, second)) < 4
+    naive_mean = (alpha + S_DP) / 2  # Gamma(α + s, 2): the noise ignored
+    assert abs(z_iid(theta, naive_mean)) > 4  # the test can tell the naive answer apart
+    assert 0 < out.acceptance_rate < 1 and out.num_proposals >= 4000
+
+
+def test_beta_bernoulli_discrete_laplace_exact_posterior():
+    out = exact_abc(jax.random.key(2), bernoulli_model, jnp.array(11.0), num_samples=4000, batch_size=20000)
+    mean, second = exact_bernoulli(11.0)
+    p = out.samples["p"]
+    assert abs(z_iid(p, mean)) < 4 and abs(z_iid(p**2, second)) < 4
+
+
+def test_importance_sampling_form():
+    proposal = {"theta": dist.Gamma(3.0, 1.0)}  # under this prior-data conflict the posterior hugs the prior
+    out = abc_importance(
+        jax.random.key(3), poisson_model, proposal, 2.0, jnp.array(S_DP), num_samples=200_000
+    )
+    mean, second = exact_poisson(2.0)
+    theta = np.asarray(out.samples["theta"], dtype=float)
+    w = np.asarray(out.weights, dtype=float)
+    est = w @ theta
+    se = np.sqrt(w @ (theta - est) ** 2 / out.ess)
+    assert abs(est - mean) / se < 4 and out.ess > 1000
+
+
+def test_cap_reached_reports_acceptance_rate():
+    with pytest.raises(RuntimeError, match="acceptance rate"):
+        exact_abc(
+            jax.random.key(0),
+            poisson_model,
+            2.0,
+            jnp.array(S_DP),
+            num_samples=5000,
+            batch_size=10_000,
+            max_proposals=50_000,
+        )
+
+
+def test_same_key_same_draws_and_bad_inputs():
+    a = exact_abc(jax.random.key(5), poisson_model, 25.0, jnp.array(S_DP), num_samples=100, batch_size=5000)
+    b = exact_abc(jax.random.key(5), poisson_model, 25.0, jnp.array(S_DP), num_samples=100, batch_size=5000)
+    np.testing.assert_array_equal(a.samples["theta"], b.samples["theta"])
+    assert a.to_arviz().posterior["theta"].shape == (1, 100)
+    with pytest.raises(ValueError, match="num_samples"):
+        exact_abc(jax.random.key(0), poisson_model, 25.0, jnp.array(S_DP), num_samples=0)
+
+    def improper(release=None):
+        mu = numpyro.sample("mu", dist.ImproperUniform(dist.constraints.real, (), ()))
+        with numpyro.plate("rows", 3):
+            x = numpyro.sample("x", dist.Normal(mu, 1.0))
+        dpjax.privatized(
+            "s", dpjax.GaussianMechanism(sigma=1.0), lambda r: r["x"], {"x": x}, plate="rows", obs=release
+        )
+
+    with pytest.raises(ValueError, match="proper prior"):
+        exact_abc(jax.random.key(0), improper, jnp.array(1.0), num_samples=10)
+    with pytest.raises(ValueError, match="proposal"):
+        abc_importance(
+            jax.random.key(0), poisson_model, {"mu": dist.Normal()}, 2.0, jnp.array(S_DP), num_samples=10
+        )
