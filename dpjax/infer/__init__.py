@@ -2,10 +2,13 @@
 
 from .abc import ABCResult, ISResult, abc_importance, exact_abc
 from .data_augmentation import DAState, DataAugmentationKernel
+from .mcem import MCEMResult, is_mcem
 from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 
 __all__ = [
+    "MCEMResult",
+    "is_mcem",
     "ABCResult",
     "ISResult",
     "abc_importance",

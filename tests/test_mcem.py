@@ -1,0 +1,108 @@
+"""IS-MCEM: MLE and Louis's observed information against direct maximisation of the exact
+marginal likelihood and a finite-difference Hessian."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from scipy import optimize, stats
+
+import dpjax
+from dpjax.infer import is_mcem
+
+S_DP, EPS = 37.4, 0.2
+
+
+def poisson_model(release=None):
+    theta = numpyro.sample("theta", dist.Gamma(25.0, 1.0))  # prior ignored by MCEM
+    with numpyro.plate("count", 1):
+        s = numpyro.sample("s", dist.Poisson(theta))
+    mech = dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0)
+    dpjax.privatized("s_dp", mech, lambda r: r["s"], {"s": s}, plate="count", obs=release)
+
+
+def poisson_marginal_loglik(theta):
+    k = np.arange(0, 400)
+    return np.log(np.sum(stats.poisson.pmf(k, theta) * stats.laplace.pdf(S_DP - k, scale=1 / EPS)))
+
+
+def exact_mle_and_information(loglik, bracket):
+    mle = optimize.minimize_scalar(lambda t: -loglik(t), bracket=bracket, tol=1e-10).x
+    h = 1e-3 * max(1.0, abs(mle))
+    info = -(loglik(mle + h) - 2 * loglik(mle) + loglik(mle - h)) / h**2
+    return mle, info
+
+
+def test_poisson_mle_and_observed_information_closed_form_m_step():
+    out = is_mcem(
+        jax.random.key(0),
+        poisson_model,
+        {"theta": 1.0},
+        jnp.array(S_DP),
+        m_step=lambda recs, w: {"theta": w @ recs["s"][:, 0]},
+        num_particles=(1_000, 30_000, 300_000),
+        tolerances=(1e-2, 1e-3, 1e-4),
+    )
+    mle, info = exact_mle_and_information(poisson_marginal_loglik, (30, 45))
+    assert mle == pytest.approx(37.237, abs=0.01) and info == pytest.approx(
+        1.582e-2, rel=0.01
+    )  # the seed's values
+    # Monte Carlo error of the EM fixed point: se of the weighted mean / fraction of information observed
+    se = np.sqrt(1 / out.ess[-1]) * np.sqrt(out.params["theta"]) / (info * float(out.params["theta"]))
+    assert abs(float(out.params["theta"]) - mle) < 5 * se, (out.params, mle, se)
+    assert float(out.information[0, 0]) == pytest.approx(info, rel=0.05)
+    assert float(out.std_errors["theta"]) == pytest.approx(1 / np.sqrt(info), rel=0.05)
+    assert abs(float(out.score[0])) < 5 * info * se  # score ≈ information x (θ̂ - fixed point)
+    assert out.num_particles[-1] == 300_000 and len(out.history) == len(out.ess) + 1
+
+
+N, SIGMA, TAU = 20, 1.5, 4.0
+
+
+def normal_model(release=None):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    with numpyro.plate("rows", N):
+        x = numpyro.sample("x", dist.Normal(mu, SIGMA))
+    dpjax.privatized(
+        "total", dpjax.GaussianMechanism(sigma=TAU), lambda r: r["x"], {"x": x}, plate="rows", obs=release
+    )
+
+
+def test_normal_mean_mle_and_information_with_optax_m_step():
+    """s | μ ~ N(nμ, nσ² + τ²): MLE s/n, observed information n² / (nσ² + τ²)."""
+    s = 31.0
+    out = is_mcem(
+        jax.random.key(1),
+        normal_model,
+        {"mu": 0.0},
+        jnp.array(s),
+        num_particles=(2_000, 50_000),
+        tolerances=(1e-2, 1e-3),
+    )
+    info = N**2 / (N * SIGMA**2 + TAU**2)
+    se = 1 / np.sqrt(info)
+    assert abs(float(out.params["mu"]) - s / N) < 0.05 * se
+    assert float(out.information[0, 0]) == pytest.approx(info, rel=0.05)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="equal length"):
+        is_mcem(
+            jax.random.key(0),
+            poisson_model,
+            {"theta": 1.0},
+            jnp.array(S_DP),
+            num_particles=(10,),
+            tolerances=(),
+        )
+    with pytest.raises(ValueError, match="positive"):
+        is_mcem(
+            jax.random.key(0),
+            poisson_model,
+            {"theta": 1.0},
+            jnp.array(S_DP),
+            num_particles=(0,),
+            tolerances=(1e-3,),
+        )
