@@ -26,6 +26,7 @@ SEED_TABLE = {2: (0.09, 0.02), 5: (0.21, 0.04), 25: (16.24, 0.36), 50: (19.83, 0
 
 
 def model(alpha, release=None):
+    """θ ~ Gamma(α, 1), s ~ Pois(θ) (one record), Laplace release of s."""
     import numpyro
     import numpyro.distributions as dist
 
