@@ -122,3 +122,29 @@ def test_same_key_same_draws_and_bad_inputs():
         abc_importance(
             jax.random.key(0), poisson_model, {"mu": dist.Normal()}, 2.0, jnp.array(S_DP), num_samples=10
         )
+
+
+def test_direct_simulator_of_the_statistic():
+    """n Bernoulli records summarised by a Binomial draw of T: same exact posterior."""
+
+    def simulator(key, params):
+        return {"count": dist.Binomial(30, params["p"]).sample(key)}
+
+    out = exact_abc(
+        jax.random.key(4),
+        bernoulli_model,
+        jnp.array(11.0),
+        num_samples=4000,
+        batch_size=20000,
+        simulator=simulator,
+    )
+    mean, second = exact_bernoulli(11.0)
+    assert abs(z_iid(out.samples["p"], mean)) < 4 and abs(z_iid(out.samples["p"] ** 2, second)) < 4
+    with pytest.raises(ValueError, match="simulator"):
+        exact_abc(
+            jax.random.key(4),
+            bernoulli_model,
+            jnp.array(11.0),
+            num_samples=10,
+            simulator=lambda key, params: {"wrong": params["p"]},
+        )

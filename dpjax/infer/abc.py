@@ -70,7 +70,8 @@ def _roles(model, model_args, model_kwargs):
     max_log_eta = sum(
         tr[n]["infer"][INFER_KEY].mechanism.max_log_density(jnp.shape(tr[n]["value"])) for n in privatized
     )
-    return privatized, theta, max_log_eta
+    placeholders = {n: tr[n]["value"] for n in records if not tr[n]["is_observed"]}
+    return privatized, theta, max_log_eta, placeholders
 
 
 def _simulate(model, privatized, theta, model_args, model_kwargs, conditioned=None):
@@ -85,6 +86,30 @@ def _simulate(model, privatized, theta, model_args, model_kwargs, conditioned=No
     return one
 
 
+def _direct(model, simulator, privatized, theta, placeholders, model_args, model_kwargs):
+    """θ from the prior (records substituted by placeholders, never sampled), T from the user."""
+
+    def one(key):
+        k_theta, k_stat = random.split(key)
+        m = handlers.seed(handlers.substitute(model, data=placeholders), k_theta)
+        tr = handlers.trace(m).get_trace(*model_args, **model_kwargs)
+        params = {k: tr[k]["value"] for k in theta}
+        stats = simulator(k_stat, params)
+        if set(stats) != set(privatized):
+            raise ValueError(f"`simulator` must return T for exactly the sites {sorted(privatized)}.")
+        log_eta = sum(
+            jnp.sum(
+                tr[n]["infer"][INFER_KEY]
+                .mechanism(jnp.asarray(stats[n], jnp.result_type(float)))
+                .log_prob(tr[n]["value"])
+            )
+            for n in privatized
+        )
+        return params, log_eta, tr
+
+    return one
+
+
 def exact_abc(
     rng_key,
     model,
@@ -92,13 +117,16 @@ def exact_abc(
     num_samples: int,
     batch_size: int = 100_000,
     max_proposals: int = 10**9,
+    simulator=None,
     **model_kwargs,
 ) -> ABCResult:
     """Rejection ABC with the mechanism as kernel (Gong, Algorithm 1): exact posterior draws.
 
     Proposals are simulated ``batch_size`` at a time with ``vmap`` inside one compiled
     ``lax.while_loop`` until ``num_samples`` are accepted; the run stops with a ``RuntimeError``
-    reporting the acceptance rate once ``max_proposals`` is reached.
+    reporting the acceptance rate once ``max_proposals`` is reached. ``simulator(rng_key, params)
+    -> {privatized site: T}`` draws the confidential statistic directly (e.g. a Binomial count for
+    n Bernoulli records), so the records are never simulated.
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(release=None):
@@ -115,8 +143,11 @@ def exact_abc(
         raise ValueError(f"`num_samples` must be a positive int, got {num_samples!r}.")
     if not (isinstance(batch_size, int) and batch_size > 0):
         raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
-    privatized, theta, max_log_eta = _roles(model, model_args, model_kwargs)
-    one = _simulate(model, privatized, theta, model_args, model_kwargs)
+    privatized, theta, max_log_eta, placeholders = _roles(model, model_args, model_kwargs)
+    if simulator is None:
+        one = _simulate(model, privatized, theta, model_args, model_kwargs)
+    else:
+        one = _direct(model, simulator, privatized, theta, placeholders, model_args, model_kwargs)
     proto, _, _ = one(random.key(0))
     max_batches = max(1, -(-int(max_proposals) // batch_size))
 
@@ -156,7 +187,7 @@ def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **mo
     """
     if not (isinstance(num_samples, int) and num_samples > 0):
         raise ValueError(f"`num_samples` must be a positive int, got {num_samples!r}.")
-    privatized, theta, _ = _roles(model, model_args, model_kwargs)
+    privatized, theta, _, _ = _roles(model, model_args, model_kwargs)
     if set(proposal) != set(theta):
         raise ValueError(f"`proposal` must give a distribution for exactly the sites {sorted(theta)}.")
     draw = lambda key: {k: proposal[k].sample(random.fold_in(key, i)) for i, k in enumerate(sorted(proposal))}
