@@ -13,7 +13,7 @@ import numpyro
 
 from .mechanisms import Mechanism
 
-__all__ = ["PrivatizedInfo", "privatized", "record_statistics"]
+__all__ = ["PrivatizedInfo", "SiteRoles", "privatized", "record_statistics", "site_roles"]
 
 INFER_KEY = "dpjax"
 
@@ -96,3 +96,63 @@ def privatized(
             raise ValueError(f"privatized site {name!r}: the release `obs` has NaN or inf entries.")
     info = PrivatizedInfo(mechanism, statistic, plate, tuple(records))
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})
+
+
+class SiteRoles(NamedTuple):
+    """Static roles of a model's sites: the privatized sites with their metadata, the parameters
+    θ (latent sites outside the records plate) and the latent and public record sites."""
+
+    privatized: tuple[tuple[str, PrivatizedInfo], ...]
+    theta: tuple[str, ...]
+    latent_records: tuple[str, ...]
+    public_records: tuple[str, ...]
+
+
+def site_roles(tr) -> SiteRoles:
+    """Roles of a model trace's sites for every dpjax engine, with the records plate validated."""
+    privatized = tuple(
+        (name, site["infer"][INFER_KEY])
+        for name, site in tr.items()
+        if site["type"] == "sample" and INFER_KEY in (site.get("infer") or {})
+    )
+    if not privatized:
+        raise ValueError("The model has no dpjax.privatized(...) site.")
+    for name, _ in privatized:
+        if not tr[name]["is_observed"]:
+            raise ValueError(f"privatized site {name!r} needs the observed release: pass `obs=`.")
+    plates = {info.plate for _, info in privatized}
+    if len(plates) != 1:
+        raise ValueError(f"All privatized sites must share one records plate, got {sorted(plates)}.")
+    plate = plates.pop()
+    known = [k for k, s in tr.items() if s["type"] == "plate"]
+    if plate not in known:
+        raise ValueError(f"Records plate {plate!r} is not a plate of the model; plates: {known}.")
+    size = tr[plate]["args"][0]
+    names = {name for name, _ in privatized}
+    in_plate = {}
+    for name, site in tr.items():
+        if site["type"] != "sample" or name in names:
+            continue
+        frame = next((f for f in site["cond_indep_stack"] if f.name == plate), None)
+        if frame is None:
+            continue
+        if frame.dim != -len(site["fn"].batch_shape) or jnp.shape(site["value"])[0] != size:
+            raise ValueError(
+                f"Site {name!r}: the records plate {plate!r} must be its outermost batch "
+                "dimension (records along axis 0)."
+            )
+        in_plate[name] = site
+    for pname, info in privatized:
+        missing = [k for k in info.record_sites if k not in in_plate]
+        if missing:
+            raise ValueError(
+                f"privatized site {pname!r}: records {missing} are not sample sites inside plate {plate!r}."
+            )
+    latent_records = tuple(k for k, s in in_plate.items() if not s["is_observed"])
+    if not latent_records:
+        raise ValueError(f"Plate {plate!r} has no latent record sites to impute.")
+    theta = tuple(
+        k for k, s in tr.items() if s["type"] == "sample" and not s["is_observed"] and k not in in_plate
+    )
+    public = tuple(k for k, s in in_plate.items() if s["is_observed"])
+    return SiteRoles(privatized, theta, latent_records, public)

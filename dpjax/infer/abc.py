@@ -18,7 +18,7 @@ from jax import lax, random
 from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 
-from ..primitives import INFER_KEY
+from ..primitives import INFER_KEY, site_roles
 
 __all__ = ["ABCResult", "ISResult", "abc_importance", "exact_abc"]
 
@@ -51,27 +51,16 @@ class ISResult(NamedTuple):
 
 def _roles(model, model_args, model_kwargs):
     tr = prototype_trace(model, random.key(0), model_args, model_kwargs)  # copes with improper sites
-    privatized = [n for n, s in tr.items() if s["type"] == "sample" and INFER_KEY in (s.get("infer") or {})]
-    if not privatized:
-        raise ValueError("The model has no dpjax.privatized(...) site.")
-    for n in privatized:
-        if not tr[n]["is_observed"]:
-            raise ValueError(f"privatized site {n!r} needs the observed release: pass `obs=`.")
-    plates = {tr[n]["infer"][INFER_KEY].plate for n in privatized}
-    records = {
-        n
-        for n, s in tr.items()
-        if s["type"] == "sample" and any(f.name in plates for f in s["cond_indep_stack"])
-    }
-    theta = [n for n, s in tr.items() if s["type"] == "sample" and not s["is_observed"] and n not in records]
-    improper = [n for n in theta if isinstance(tr[n]["fn"], dist.ImproperUniform)]
+    roles = site_roles(tr)
+    improper = [n for n in roles.theta if isinstance(tr[n]["fn"], dist.ImproperUniform)]
     if improper:
         raise ValueError(f"Exact ABC needs a proper prior; sites {improper} are improper.")
+    privatized = [n for n, _ in roles.privatized]
     max_log_eta = sum(
-        tr[n]["infer"][INFER_KEY].mechanism.max_log_density(jnp.shape(tr[n]["value"])) for n in privatized
+        info.mechanism.max_log_density(jnp.shape(tr[n]["value"])) for n, info in roles.privatized
     )
-    placeholders = {n: tr[n]["value"] for n in records if not tr[n]["is_observed"]}
-    return privatized, theta, max_log_eta, placeholders
+    placeholders = {n: tr[n]["value"] for n in roles.latent_records}
+    return privatized, list(roles.theta), max_log_eta, placeholders
 
 
 def _simulate(model, privatized, theta, model_args, model_kwargs, conditioned=None):

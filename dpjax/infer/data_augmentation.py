@@ -22,7 +22,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.primitives import Messenger
 from numpyro.util import is_prng_key
 
-from ..primitives import INFER_KEY, PrivatizedInfo, record_statistics
+from ..primitives import INFER_KEY, SiteRoles, record_statistics, site_roles
 from .noncentred import init_nc_state, noise_supported, noncentred_moves
 from .record_sweep import accept_records, record_sweep
 
@@ -56,15 +56,6 @@ class DAState(NamedTuple):
     rng_key: jax.Array
 
 
-class _Spec(NamedTuple):
-    """Static roles of the model's sites, read once from a prototype trace."""
-
-    privatized: tuple[tuple[str, PrivatizedInfo], ...]
-    theta: tuple[str, ...]
-    latent_records: tuple[str, ...]
-    public_records: tuple[str, ...]
-
-
 class _MaskPrivatized(Messenger):
     """Drop privatized sites from the log density: θ | x does not depend on the release."""
 
@@ -81,55 +72,6 @@ def _theta_given_records(model, *args, **kwargs):
 def _hidden_records(model, hidden, *args, **kwargs):
     with handlers.block(hide=list(hidden)), handlers.seed(rng_seed=0):
         return model(*args, **kwargs)
-
-
-def _model_spec(tr) -> _Spec:
-    privatized = tuple(
-        (name, site["infer"][INFER_KEY])
-        for name, site in tr.items()
-        if site["type"] == "sample" and INFER_KEY in (site.get("infer") or {})
-    )
-    if not privatized:
-        raise ValueError("The model has no dpjax.privatized(...) site.")
-    for name, _ in privatized:
-        if not tr[name]["is_observed"]:
-            raise ValueError(f"privatized site {name!r} needs the observed release: pass `obs=`.")
-    plates = {info.plate for _, info in privatized}
-    if len(plates) != 1:
-        raise ValueError(f"All privatized sites must share one records plate, got {sorted(plates)}.")
-    plate = plates.pop()
-    known = [k for k, s in tr.items() if s["type"] == "plate"]
-    if plate not in known:
-        raise ValueError(f"Records plate {plate!r} is not a plate of the model; plates: {known}.")
-    size = tr[plate]["args"][0]
-    names = {name for name, _ in privatized}
-    in_plate = {}
-    for name, site in tr.items():
-        if site["type"] != "sample" or name in names:
-            continue
-        frame = next((f for f in site["cond_indep_stack"] if f.name == plate), None)
-        if frame is None:
-            continue
-        if frame.dim != -len(site["fn"].batch_shape) or jnp.shape(site["value"])[0] != size:
-            raise ValueError(
-                f"Site {name!r}: the records plate {plate!r} must be its outermost batch "
-                "dimension (records along axis 0)."
-            )
-        in_plate[name] = site
-    for pname, info in privatized:
-        missing = [k for k in info.record_sites if k not in in_plate]
-        if missing:
-            raise ValueError(
-                f"privatized site {pname!r}: records {missing} are not sample sites inside plate {plate!r}."
-            )
-    latent_records = tuple(k for k, s in in_plate.items() if not s["is_observed"])
-    if not latent_records:
-        raise ValueError(f"Plate {plate!r} has no latent record sites to impute.")
-    theta = tuple(
-        k for k, s in tr.items() if s["type"] == "sample" and not s["is_observed"] and k not in in_plate
-    )
-    public = tuple(k for k, s in in_plate.items() if s["is_observed"])
-    return _Spec(privatized, theta, latent_records, public)
 
 
 class DataAugmentationKernel(MCMCKernel):
@@ -222,7 +164,7 @@ class DataAugmentationKernel(MCMCKernel):
         self._num_moves = 0
         self._supports = None
         self._num_warmup = 0
-        self._spec: _Spec | None = None
+        self._spec: SiteRoles | None = None
         self._sample_fn = None
 
     # ---------------------------------------------------------------- NumPyro-facing
@@ -322,7 +264,7 @@ class DataAugmentationKernel(MCMCKernel):
     def _init_one(self, rng_key, *, num_warmup, init_params, model_args, model_kwargs):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
         tr = prototype_trace(self._model, key_trace, model_args, model_kwargs)
-        self._spec = spec = _model_spec(tr)
+        self._spec = spec = site_roles(tr)
         self._resolve_noncentred(tr, num_warmup)
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}

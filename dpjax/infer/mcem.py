@@ -10,6 +10,7 @@ information by Louis's formula (eqs. 4.6–4.7), with per-record-set gradients f
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -19,8 +20,9 @@ from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions import biject_to
+from numpyro.infer.gibbs import prototype_trace
 
-from ..primitives import INFER_KEY
+from ..primitives import site_roles
 
 __all__ = ["MCEMResult", "is_mcem"]
 
@@ -38,26 +40,6 @@ class MCEMResult(NamedTuple):
     history: list
     ess: list
     num_particles: list
-
-
-def _parts(model, params, model_args, model_kwargs):
-    tr = handlers.trace(handlers.seed(handlers.condition(model, data=params), 0)).get_trace(
-        *model_args, **model_kwargs
-    )
-    privatized = [n for n, s in tr.items() if s["type"] == "sample" and INFER_KEY in (s.get("infer") or {})]
-    if not privatized:
-        raise ValueError("The model has no dpjax.privatized(...) site.")
-    plates = {tr[n]["infer"][INFER_KEY].plate for n in privatized}
-    records = [
-        n
-        for n, s in tr.items()
-        if s["type"] == "sample"
-        and n not in privatized
-        and any(f.name in plates for f in s["cond_indep_stack"])
-    ]
-    latent_records = [n for n in records if not tr[n]["is_observed"]]
-    supports = {k: tr[k]["fn"].support for k in params}
-    return privatized, records, latent_records, supports
 
 
 def is_mcem(
@@ -88,7 +70,15 @@ def is_mcem(
     if any(int(n) <= 0 for n in num_particles) or any(t <= 0 for t in tolerances):
         raise ValueError("`num_particles` and `tolerances` must be positive.")
     params = {k: jnp.asarray(v, dtype=jnp.result_type(float)) for k, v in init_params.items()}
-    privatized, records, latent, supports = _parts(model, params, model_args, model_kwargs)
+    tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
+    roles = site_roles(tr)
+    if set(params) != set(roles.theta):
+        raise ValueError(
+            f"`init_params` must give exactly the sites {sorted(roles.theta)}, got {sorted(params)}."
+        )
+    privatized = [n for n, _ in roles.privatized]
+    latent, records = roles.latent_records, roles.latent_records + roles.public_records
+    supports = {k: tr[k]["fn"].support for k in params}
 
     def simulate(key, params):
         tr = handlers.trace(handlers.seed(handlers.condition(model, data=params), key)).get_trace(
@@ -104,9 +94,9 @@ def is_mcem(
         )
         return sum(jnp.sum(tr[k]["fn"].log_prob(tr[k]["value"])) for k in records)
 
-    @jax.jit
-    def e_step(key, params, n_dummy):
-        recs, log_eta = jax.vmap(lambda k: simulate(k, params))(random.split(key, n_dummy.shape[0]))
+    @partial(jax.jit, static_argnums=2)
+    def e_step(key, params, num):
+        recs, log_eta = jax.vmap(lambda k: simulate(k, params))(random.split(key, num))
         w = jax.nn.softmax(log_eta)
         return recs, w, 1.0 / jnp.sum(w**2)
 
@@ -130,20 +120,15 @@ def is_mcem(
         (phi, _), _ = jax.lax.scan(step, (phi, opt.init(phi)), None, length=num_m_steps)
         return to_theta(phi)
 
-    m_update = m_step or jax.jit(numeric_m_step)
+    m_update = (lambda params, recs, w: m_step(recs, w)) if m_step else jax.jit(numeric_m_step)
     history, ess_trace, sizes = [params], [], []
     for n, tol in zip(num_particles, tolerances):
-        dummy = jnp.zeros(int(n))
         # common random numbers within a stage: the stage's Monte Carlo EM map is then
         # deterministic, so the stopping rule sees its convergence rather than simulation noise
         rng_key, key = random.split(rng_key)
         for _ in range(max_iterations):
-            recs, w, ess = e_step(key, params, dummy)
-            new = (
-                {k: jnp.asarray(v) for k, v in m_update(params, recs, w).items()}
-                if m_step is None
-                else {k: jnp.asarray(v) for k, v in m_step(recs, w).items()}
-            )
+            recs, w, ess = e_step(key, params, int(n))
+            new = {k: jnp.asarray(v) for k, v in m_update(params, recs, w).items()}
             change = max(float(jnp.max(jnp.abs(new[k] - params[k]))) for k in params)
             params = new
             history.append(params)
@@ -154,7 +139,7 @@ def is_mcem(
 
     # Louis (4.6–4.7) at θ̂, with the last stage's particle size
     rng_key, key = random.split(rng_key)
-    recs, w, _ = e_step(key, params, jnp.zeros(int(num_particles[-1])))
+    recs, w, _ = e_step(key, params, int(num_particles[-1]))
     flat, unravel = ravel_pytree(params)
     ll = lambda f, r: record_loglik(unravel(f), r)
     lam = jax.vmap(jax.grad(ll), in_axes=(None, 0))(flat, recs)
