@@ -18,23 +18,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from _common import RESULTS, table, write_results
 
-import dpjax
 from dpjax.infer import exact_abc
+from dpjax.models import poisson_count as model
 
 S_DP, EPS = 37.4, 0.2
 SEED_TABLE = {2: (0.09, 0.02), 5: (0.21, 0.04), 25: (16.24, 0.36), 50: (19.83, 0.38), 75: (0.64, 0.08)}
-
-
-def model(alpha, release=None):
-    """θ ~ Gamma(α, 1), s ~ Pois(θ) (one record), Laplace release of s."""
-    import numpyro
-    import numpyro.distributions as dist
-
-    theta = numpyro.sample("theta", dist.Gamma(alpha, 1.0))
-    with numpyro.plate("count", 1):
-        s = numpyro.sample("s", dist.Poisson(theta))
-    mech = dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0)
-    dpjax.privatized("s_dp", mech, lambda r: r["s"], {"s": s}, plate="count", obs=release)
 
 
 def exact_density(alpha, grid):

@@ -10,16 +10,9 @@ from scipy.special import betaln, gammaln
 
 import dpjax
 from dpjax.infer import abc_importance, exact_abc
+from dpjax.models import poisson_count
 
 EPS, S_DP = 0.2, 37.4
-
-
-def poisson_model(alpha, release=None):
-    theta = numpyro.sample("theta", dist.Gamma(alpha, 1.0))
-    with numpyro.plate("count", 1):
-        s = numpyro.sample("s", dist.Poisson(theta))
-    mech = dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0)
-    dpjax.privatized("s_dp", mech, lambda r: r["s"], {"s": s}, plate="count", obs=release)
 
 
 def exact_poisson(alpha, s_dp=S_DP):
@@ -58,7 +51,7 @@ def z_iid(draws, exact):
 
 @pytest.mark.parametrize("alpha", [25.0, 5.0])
 def test_poisson_gamma_laplace_exact_posterior(alpha):
-    out = exact_abc(jax.random.key(1), poisson_model, alpha, jnp.array(S_DP), num_samples=4000)
+    out = exact_abc(jax.random.key(1), poisson_count, alpha, jnp.array(S_DP), num_samples=4000)
     theta = out.samples["theta"]
     mean, second = exact_poisson(alpha)
     assert abs(z_iid(theta, mean)) < 4 and abs(z_iid(theta**2, second)) < 4
@@ -77,7 +70,7 @@ def test_beta_bernoulli_discrete_laplace_exact_posterior():
 def test_importance_sampling_form():
     proposal = {"theta": dist.Gamma(3.0, 1.0)}  # under this prior-data conflict the posterior hugs the prior
     out = abc_importance(
-        jax.random.key(3), poisson_model, proposal, 2.0, jnp.array(S_DP), num_samples=200_000
+        jax.random.key(3), poisson_count, proposal, 2.0, jnp.array(S_DP), num_samples=200_000
     )
     mean, second = exact_poisson(2.0)
     theta = np.asarray(out.samples["theta"], dtype=float)
@@ -91,7 +84,7 @@ def test_cap_reached_reports_acceptance_rate():
     with pytest.raises(RuntimeError, match="acceptance rate"):
         exact_abc(
             jax.random.key(0),
-            poisson_model,
+            poisson_count,
             2.0,
             jnp.array(S_DP),
             num_samples=5000,
@@ -101,12 +94,12 @@ def test_cap_reached_reports_acceptance_rate():
 
 
 def test_same_key_same_draws_and_bad_inputs():
-    a = exact_abc(jax.random.key(5), poisson_model, 25.0, jnp.array(S_DP), num_samples=100, batch_size=5000)
-    b = exact_abc(jax.random.key(5), poisson_model, 25.0, jnp.array(S_DP), num_samples=100, batch_size=5000)
+    a = exact_abc(jax.random.key(5), poisson_count, 25.0, jnp.array(S_DP), num_samples=100, batch_size=5000)
+    b = exact_abc(jax.random.key(5), poisson_count, 25.0, jnp.array(S_DP), num_samples=100, batch_size=5000)
     np.testing.assert_array_equal(a.samples["theta"], b.samples["theta"])
     assert a.to_arviz().posterior["theta"].shape == (1, 100)
     with pytest.raises(ValueError, match="num_samples"):
-        exact_abc(jax.random.key(0), poisson_model, 25.0, jnp.array(S_DP), num_samples=0)
+        exact_abc(jax.random.key(0), poisson_count, 25.0, jnp.array(S_DP), num_samples=0)
 
     def improper(release=None):
         mu = numpyro.sample("mu", dist.ImproperUniform(dist.constraints.real, (), ()))
@@ -120,7 +113,7 @@ def test_same_key_same_draws_and_bad_inputs():
         exact_abc(jax.random.key(0), improper, jnp.array(1.0), num_samples=10)
     with pytest.raises(ValueError, match="proposal"):
         abc_importance(
-            jax.random.key(0), poisson_model, {"mu": dist.Normal()}, 2.0, jnp.array(S_DP), num_samples=10
+            jax.random.key(0), poisson_count, {"mu": dist.Normal()}, 2.0, jnp.array(S_DP), num_samples=10
         )
 
 

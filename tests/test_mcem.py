@@ -11,16 +11,9 @@ from scipy import optimize, stats
 
 import dpjax
 from dpjax.infer import is_mcem
+from dpjax.models import poisson_count
 
 S_DP, EPS = 37.4, 0.2
-
-
-def poisson_model(release=None):
-    theta = numpyro.sample("theta", dist.Gamma(25.0, 1.0))  # prior ignored by MCEM
-    with numpyro.plate("count", 1):
-        s = numpyro.sample("s", dist.Poisson(theta))
-    mech = dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0)
-    dpjax.privatized("s_dp", mech, lambda r: r["s"], {"s": s}, plate="count", obs=release)
 
 
 def poisson_marginal_loglik(theta):
@@ -38,8 +31,9 @@ def exact_mle_and_information(loglik, bracket):
 def test_poisson_mle_and_observed_information_closed_form_m_step():
     out = is_mcem(
         jax.random.key(0),
-        poisson_model,
+        poisson_count,
         {"theta": 1.0},
+        25.0,
         jnp.array(S_DP),
         m_step=lambda recs, w: {"theta": w @ recs["s"][:, 0]},
         num_particles=(1_000, 30_000, 300_000),
@@ -91,8 +85,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="equal length"):
         is_mcem(
             jax.random.key(0),
-            poisson_model,
+            poisson_count,
             {"theta": 1.0},
+            25.0,
             jnp.array(S_DP),
             num_particles=(10,),
             tolerances=(),
@@ -100,8 +95,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="positive"):
         is_mcem(
             jax.random.key(0),
-            poisson_model,
+            poisson_count,
             {"theta": 1.0},
+            25.0,
             jnp.array(S_DP),
             num_particles=(0,),
             tolerances=(1e-3,),

@@ -7,16 +7,16 @@ from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 
 __all__ = [
-    "MCEMResult",
-    "is_mcem",
     "ABCResult",
-    "ISResult",
-    "abc_importance",
-    "exact_abc",
     "DAState",
     "DataAugmentationKernel",
+    "ISResult",
+    "MCEMResult",
     "SweepResult",
+    "abc_importance",
     "accept_records",
+    "exact_abc",
+    "is_mcem",
     "record_sweep",
     "run_chain",
 ]

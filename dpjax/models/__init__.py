@@ -2,6 +2,7 @@
 
 from .loglinear import naive_bayes, naive_bayes_counts, naive_bayes_sensitivity, naive_bayes_update
 from .normal import clamped_normal, naive_normal
+from .poisson import poisson_count
 from .regression import (
     clamped_regression,
     regression_sensitivity,
@@ -17,6 +18,7 @@ __all__ = [
     "naive_bayes_sensitivity",
     "naive_bayes_update",
     "naive_normal",
+    "poisson_count",
     "regression_sensitivity",
     "regression_statistic",
     "regression_update",
