@@ -50,6 +50,13 @@ def test_poisson_mle_and_observed_information_closed_form_m_step():
     assert float(out.std_errors["theta"]) == pytest.approx(1 / np.sqrt(info), rel=0.05)
     assert abs(float(out.score[0])) < 5 * info * se  # score ≈ information x (θ̂ - fixed point)
     assert out.num_particles[-1] == 300_000 and len(out.history) == len(out.ess) + 1
+    lo, hi = out.wald_interval(0.95)["theta"]
+    half = 1.959964 * float(out.std_errors["theta"])
+    assert float(lo) == pytest.approx(float(out.params["theta"]) - half) and float(hi) - float(lo) == pytest.approx(
+        2 * half
+    )
+    with pytest.raises(ValueError, match="level"):
+        out.wald_interval(1.5)
 
 
 N, SIGMA, TAU = 20, 1.5, 4.0

@@ -8,6 +8,7 @@ observed privatized sites' log densities of a prior-predictive trace *are* log �
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import jax
@@ -17,6 +18,7 @@ import numpyro.distributions as dist
 from jax import lax, random
 from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
+from tqdm.auto import tqdm
 
 from ..primitives import INFER_KEY, site_roles
 
@@ -106,14 +108,17 @@ def exact_abc(
     num_samples: int,
     batch_size: int = 100_000,
     max_proposals: int = 10**9,
+    max_seconds: float | None = None,
     simulator=None,
+    progress_bar: bool = True,
     **model_kwargs,
 ) -> ABCResult:
     """Rejection ABC with the mechanism as kernel (Gong, Algorithm 1): exact posterior draws.
 
     Proposals are simulated ``batch_size`` at a time with ``vmap`` inside one compiled
     ``lax.while_loop`` until ``num_samples`` are accepted; the run stops with a ``RuntimeError``
-    reporting the acceptance rate once ``max_proposals`` is reached. ``simulator(rng_key, params)
+    reporting the acceptance rate once ``max_proposals`` is reached or ``max_seconds`` have passed
+    (the clock is checked between compiled calls of a fraction of a second each). ``simulator(rng_key, params)
     -> {privatized site: T}`` draws the confidential statistic directly (e.g. a Binomial count for
     n Bernoulli records), so the records are never simulated.
 
@@ -132,6 +137,8 @@ def exact_abc(
         raise ValueError(f"`num_samples` must be a positive int, got {num_samples!r}.")
     if not (isinstance(batch_size, int) and batch_size > 0):
         raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+    if max_seconds is not None and not max_seconds > 0:
+        raise ValueError(f"`max_seconds` must be positive or None, got {max_seconds!r}.")
     privatized, theta, max_log_eta, placeholders = _roles(model, model_args, model_kwargs)
     if simulator is None:
         one = _simulate(model, privatized, theta, model_args, model_kwargs)
@@ -139,10 +146,6 @@ def exact_abc(
         one = _direct(model, simulator, privatized, theta, placeholders, model_args, model_kwargs)
     proto, _, _ = one(random.key(0))
     max_batches = max(1, -(-int(max_proposals) // batch_size))
-
-    def cond(carry):
-        _, _, count, batches, _ = carry
-        return (count < num_samples) & (batches < max_batches)
 
     def body(carry):
         key, buffer, count, batches, accepted_total = carry
@@ -154,17 +157,37 @@ def exact_abc(
         n_acc = jnp.sum(accept)
         return key, buffer, count + n_acc, batches + 1, accepted_total + n_acc
 
+    @jax.jit
+    def run(carry, batch_limit):  # one compiled loop; the host only checks the clock between calls
+        return lax.while_loop(lambda c: (c[2] < num_samples) & (c[3] < batch_limit), body, carry)
+
     buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + jnp.shape(v), jnp.result_type(v)), proto)
-    init = (rng_key, buffer, jnp.array(0), jnp.array(0), jnp.array(0))
-    _, buffer, count, batches, accepted = jax.jit(lambda c: lax.while_loop(cond, body, c))(init)
+    carry = (rng_key, buffer, jnp.array(0), jnp.array(0), jnp.array(0))
+    start, chunk = time.perf_counter(), 1
+    bar = tqdm(total=num_samples, desc="exact ABC", unit="draw", disable=not progress_bar, leave=False)
+    while True:
+        tic = time.perf_counter()
+        carry = run(carry, jnp.minimum(carry[3] + chunk, max_batches))
+        count, batches = int(carry[2]), int(carry[3])
+        bar.update(min(count, num_samples) - bar.n)
+        bar.set_postfix_str(f"acceptance {int(carry[4]) / (batches * batch_size):.3g}")
+        out_of_time = max_seconds is not None and time.perf_counter() - start > max_seconds
+        if count >= num_samples or batches >= max_batches or out_of_time:
+            break
+        if time.perf_counter() - tic < 0.25:  # grow calls until each takes a fraction of a second
+            chunk *= 2
+    bar.close()
+    _, buffer, count, batches, accepted = carry
     proposals = int(batches) * batch_size
     rate = int(accepted) / proposals
     se = float(np.sqrt(rate * (1 - rate) / proposals))
     if int(count) < num_samples:
+        cap = f"max_seconds={max_seconds}" if out_of_time else f"max_proposals={proposals:,}"
         raise RuntimeError(
-            f"exact_abc reached max_proposals={proposals:,} with {int(count):,} of {num_samples:,} draws "
-            f"accepted (acceptance rate {rate:.3g} ± {se:.2g}); raise `max_proposals`, or use the "
-            "importance-sampling form `abc_importance` with a proposal closer to the posterior."
+            f"exact_abc reached {cap} after {proposals:,} proposals with {int(count):,} of "
+            f"{num_samples:,} draws accepted (acceptance rate {rate:.3g} ± {se:.2g}); raise the cap, "
+            "use `pseudo_marginal_abc` (MCMC, no starvation), or the importance-sampling form "
+            "`abc_importance` with a proposal closer to the posterior."
         )
     return ABCResult(buffer, proposals, rate, se)
 

@@ -41,6 +41,21 @@ class MCEMResult(NamedTuple):
     ess: list
     num_particles: list
 
+    def wald_interval(self, level: float = 0.95) -> dict:
+        """``{site: (lower, upper)}``: θ̂ ± z_{(1+level)/2} · s.e. from the observed information.
+
+        Built on the ``params`` scale; for a positive parameter near zero, reparametrise the model
+        (e.g. sample log θ) so the interval stays in the support."""
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"`level` must lie in (0, 1), got {level!r}.")
+        from scipy.stats import norm
+
+        z = norm.ppf(0.5 + level / 2)
+        return {
+            k: (np.asarray(v) - z * self.std_errors[k], np.asarray(v) + z * self.std_errors[k])
+            for k, v in self.params.items()
+        }
+
 
 def is_mcem(
     rng_key,
