@@ -25,12 +25,23 @@ S_DP, EPS = 37.4, 0.2
 SEED_TABLE = {2: (0.09, 0.02), 5: (0.21, 0.04), 25: (16.24, 0.36), 50: (19.83, 0.38), 75: (0.64, 0.08)}
 
 
-def exact_density(alpha, grid):
+def count_posterior(alpha):
+    """Exact posterior of the confidential count k (NegBin(α, 1/2) prior predictive × Laplace);
+    θ | s_dp is then the mixture Σ_k w_k Gamma(α + k, 2)."""
     k = np.arange(0, 400)
     log_w = gammaln(alpha + k) - gammaln(alpha) - gammaln(k + 1) - (alpha + k) * np.log(2)
     log_w += stats.laplace.logpdf(S_DP - k, scale=1 / EPS)
     w = np.exp(log_w - log_w.max())
-    w /= w.sum()
+    return k, w / w.sum()
+
+
+def exact_mean(alpha):
+    k, w = count_posterior(alpha)
+    return float(w @ (alpha + k) / 2)
+
+
+def exact_density(alpha, grid):
+    k, w = count_posterior(alpha)
     return sum(wk * stats.gamma(alpha + kk, scale=0.5).pdf(grid) for kk, wk in zip(k, w) if wk > 1e-12)
 
 

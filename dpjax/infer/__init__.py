@@ -3,6 +3,7 @@
 from .abc import ABCResult, ISResult, abc_importance, exact_abc
 from .data_augmentation import DAState, DataAugmentationKernel
 from .mcem import MCEMResult, is_mcem
+from .pseudo_marginal import PMState, PseudoMarginalABC
 from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 
@@ -12,6 +13,8 @@ __all__ = [
     "DataAugmentationKernel",
     "ISResult",
     "MCEMResult",
+    "PMState",
+    "PseudoMarginalABC",
     "SweepResult",
     "abc_importance",
     "accept_records",

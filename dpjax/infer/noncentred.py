@@ -28,6 +28,8 @@ from numpyro.distributions import biject_to
 from numpyro.infer.util import log_density
 from numpyro.primitives import Messenger
 
+from .rwm import adapt, proposal_scale
+
 __all__ = ["NCState", "init_nc_state", "noise_of", "noise_supported", "noncentred_moves"]
 
 _LOC_SCALE = (dist.Normal, dist.Laplace, dist.Cauchy, dist.Logistic)
@@ -175,10 +177,7 @@ def noncentred_moves(
         log_p, recs = _log_target(model, noise, dtypes, model_args, model_kwargs, theta)
         return log_p + log_jac, theta, recs
 
-    # proposal scale: step x sqrt(regularised Welford variance), as NumPyro regularises mass matrices
-    var = jnp.where(nc.count > 10, nc.m2 / jnp.maximum(nc.count - 1, 1), 1.0)
-    w = nc.count / (nc.count + 5.0)
-    scale = jnp.exp(nc.log_step) * jnp.sqrt(w * var + 1e-3 * (1 - w))
+    scale = proposal_scale(nc)
 
     def move(carry, key):
         flat, lp, theta, recs = carry
@@ -201,19 +200,7 @@ def noncentred_moves(
         move, (flat, lp0, theta, records), random.split(key_moves, num_moves)
     )
     rate = jnp.mean(probs)
-    # adapt during warmup only: Robbins–Monro on the log step, Welford on the coordinates
-    warm = nc.i < num_warmup
-    gain = (nc.i + 1.0) ** -0.6
-    count = nc.count + 1
-    delta = flat - nc.mean
-    mean = nc.mean + delta / count
-    new = NCState(
-        nc.i + 1,
-        jnp.where(warm, nc.log_step + gain * (rate - TARGET_ACCEPT), nc.log_step),
-        jnp.where(warm, count, nc.count),
-        jnp.where(warm, mean, nc.mean),
-        jnp.where(warm, nc.m2 + delta * (flat - mean), nc.m2),
-    )
+    new = adapt(nc, flat, rate, num_warmup, TARGET_ACCEPT)
     return theta, records, new, rate
 
 
