@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import jax
+import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -18,7 +19,9 @@ def write_results(name: str, payload: dict, markdown: str) -> None:
     """Write ``results/<name>.json`` and ``results/<name>.md`` (markdown table + provenance)."""
     RESULTS.mkdir(exist_ok=True)
     payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), **payload}
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=float))
+    (RESULTS / f"{name}.json").write_text(
+        json.dumps(payload, indent=2, default=lambda o: np.asarray(o).tolist())
+    )
     footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}; `python benchmarks/{name}.py`._\n"
     (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
 
