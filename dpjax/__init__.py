@@ -1,6 +1,6 @@
 """dpjax: exact inference from differentially private releases, as a NumPyro extension."""
 
-from . import infer, mechanisms, models
+from . import infer, mechanisms, models, synthetic
 from .mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -24,6 +24,7 @@ __all__ = [
     "infer",
     "mechanisms",
     "models",
+    "synthetic",
     "normalize",
     "privatized",
 ]

@@ -1,0 +1,119 @@
+"""Inference from the released synthetic data alone (Lazzarini §6).
+
+By exchangeability the posterior predictive given the released Z equals the one given Z as if it
+were data (§6.1), so :func:`posterior_predictive` is the PY predictive given Z. Empirical Bayes θ̂
+maximises the EPPF (§7.1). The discovery probability estimator D̂ (§6.3) needs generalized
+factorial coefficients, which overflow in floating point for n in the hundreds; they are built
+here in log space by their three-term recursion
+
+    C(n+1, k; σ, γ) = σ C(n, k−1; σ, γ) + (n − σk − γ) C(n, k; σ, γ),   C(0, 0) = 1,
+
+whose terms are all positive for γ ≤ 0, so ``logaddexp`` is exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import gammaln, logsumexp
+
+from .pitman_yor import _as_partition, check_pitman_yor, predictive_release
+
+__all__ = [
+    "discovery_probability",
+    "empirical_bayes_theta",
+    "log_eppf",
+    "log_factorial_coefficients",
+    "new_values_law",
+    "posterior_predictive",
+]
+
+
+def log_eppf(counts, sigma: float, theta: float) -> float:
+    """log p_k⁽ⁿ⁾(n₁, …, n_k) of PY(σ, θ), eq. (9).
+
+    >>> round(log_eppf([1, 1], 0.0, 1.0), 6)  # two distinct draws from DP(1): 1/2
+    -0.693147
+    """
+    counts = np.asarray(counts, dtype=float)
+    k, n = counts.size, counts.sum()
+    lp = np.sum(np.log(theta + sigma * np.arange(1, k)))
+    lp -= gammaln(theta + n) - gammaln(theta + 1)
+    return float(lp + np.sum(gammaln(counts - sigma) - gammaln(1 - sigma)))
+
+
+def empirical_bayes_theta(data, sigma: float = 0.0, bounds=(1e-6, 1e6)) -> float:
+    """θ̂ = argmax_θ EPPF(counts; σ, θ) (the seed's §7.1; σ fixed, default 0 as there).
+
+    >>> round(empirical_bayes_theta([0.1] * 5 + [0.2] * 3 + [0.3, 0.4]), 3)
+    1.956
+    """
+    counts = _as_partition(data).counts
+    if not 0 <= sigma < 1:
+        raise ValueError(f"`sigma` must be in [0, 1), got {sigma}.")
+    res = minimize_scalar(
+        lambda t: -log_eppf(counts, sigma, np.exp(t)),
+        bounds=(np.log(max(bounds[0], 1e-12 - sigma)), np.log(bounds[1])),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    return float(np.exp(res.x))
+
+
+def log_factorial_coefficients(n: int, sigma: float, gamma=0.0) -> np.ndarray:
+    """log C(n, k; σ, γ) for k = 0…n, for each γ of ``gamma`` (shape ``gamma.shape + (n + 1,)``);
+    −inf where the coefficient is 0. Needs σ ∈ (0, 1) and γ ≤ 0."""
+    gamma = np.asarray(gamma, dtype=float)
+    if not 0 < sigma < 1:
+        raise ValueError(f"`sigma` must be in (0, 1), got {sigma}.")
+    if np.any(gamma > 0):
+        raise ValueError("`gamma` must be <= 0 (then every term of the recursion is positive).")
+    log_c = np.full(gamma.shape + (n + 1,), -np.inf)
+    log_c[..., 0] = 0.0
+    k = np.arange(n + 1)
+    for i in range(n):
+        shifted = np.concatenate([np.full(gamma.shape + (1,), -np.inf), log_c[..., :-1]], axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stay = np.log(np.maximum(i - sigma * k - gamma[..., None], 0.0)) + log_c
+        log_c = np.logaddexp(np.log(sigma) + shifted, np.where(np.isnan(stay), -np.inf, stay))
+    return log_c
+
+
+def new_values_law(n: int, j: int, m: int, sigma: float, theta: float) -> np.ndarray:
+    """P[K_m⁽ⁿ⁾ = k | K_n = j], k = 0…m (Lijoi et al., 2007): the law of the number of new values in
+    m predictive draws given j values among n records; σ ∈ (0, 1)."""
+    check_pitman_yor(sigma, theta)
+    k = np.arange(m + 1)
+    log_c = log_factorial_coefficients(m, sigma, -n + j * sigma)
+    log_prod = np.array([np.sum(np.log(theta + sigma * np.arange(j, j + kk))) for kk in k])
+    lp = gammaln(theta + n) - gammaln(theta + n + m) + log_prod - k * np.log(sigma) + log_c
+    return np.exp(lp)
+
+
+def discovery_probability(n: int, m: int, k: int, sigma: float, theta: float) -> float:
+    """D̂ (§6.3): the Bayes estimate of the probability that record n + m + 1 is a new value, from
+    the number k of new values in the released m records alone (K_n is confidential):
+    D̂ = (θ + kσ + σ E[Y]) / (θ + n + m), P[Y = j] ∝ (θ/σ + 1)_{j+k−1} C(n, j; σ) C(m, k; σ, −n + jσ).
+
+    >>> round(discovery_probability(n=500, m=100, k=5, sigma=0.5, theta=3.0), 4)
+    0.0638
+    """
+    if not 0 < sigma < 1:
+        raise ValueError(f"`sigma` must be in (0, 1) for the discovery-probability estimator, got {sigma}.")
+    check_pitman_yor(sigma, theta)
+    if not (0 <= k <= m and n > 0 and m > 0):
+        raise ValueError(f"need n > 0, m > 0 and 0 <= k <= m; got n={n}, m={m}, k={k}.")
+    j = np.arange(1, n + 1)
+    log_cn = log_factorial_coefficients(n, sigma)[j]
+    log_cm = log_factorial_coefficients(m, sigma, -n + j * sigma)[:, k]
+    a = theta / sigma + 1
+    log_w = gammaln(a + j + k - 1) - gammaln(a) + log_cn + log_cm
+    w = np.exp(log_w - logsumexp(log_w))
+    return float((theta + k * sigma + sigma * (w @ j)) / (theta + n + m))
+
+
+def posterior_predictive(rng_key, released, num_samples: int, sigma: float, theta: float, base=None):
+    """Draws from the posterior predictive of PY(σ, θ, H) given the *released* records only: by
+    exchangeability (§6.1) it equals the predictive given the confidential data and the release,
+    with the confidential data integrated out."""
+    return predictive_release(rng_key, released, num_samples, sigma, theta, base).values

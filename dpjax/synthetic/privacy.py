@@ -1,0 +1,206 @@
+"""Instance-level privacy of the Pitman–Yor release for *this* dataset (Lazzarini §4).
+
+- :func:`delta_tilde` – the Monte Carlo estimate of δ̃(ε) of Theorem 4.1 (σ ∈ [0, 1); Corollary
+  4.1 is its σ = 0 case) or of Proposition 4.2 (``histogram=True``, Algorithm 3), with the seed's
+  error bar z_{1−α/2} σ̂/√N, α = 10⁻⁶;
+- :func:`negative_sigma_epsilon` – Proposition 4.1's ε for σ < 0, θ = K_n|σ| (pure ε-DP);
+- :func:`max_release_size` and :func:`admissible_theta` – calibration for a target (ε, δ);
+- :func:`density_ratios` – Algorithm 2's check over neighbouring datasets (three neighbour types).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import random
+from scipy.stats import norm
+
+from .pitman_yor import _as_partition, _urn, check_pitman_yor, log_predictive_density, predictive_release
+
+__all__ = [
+    "DeltaEstimate",
+    "admissible_theta",
+    "delta_tilde",
+    "density_ratios",
+    "max_release_size",
+    "negative_sigma_epsilon",
+]
+
+Z_SEED = float(norm.ppf(1 - 1e-6 / 2))  # the seed's α = 10⁻⁶ error bars
+
+
+class DeltaEstimate(NamedTuple):
+    """δ̃(ε) per ε with its error bar ``z_{1−α/2} σ̂ / √N`` (α = 10⁻⁶) and N."""
+
+    epsilon: np.ndarray
+    delta: np.ndarray
+    error: np.ndarray
+    num_draws: int
+
+    @property
+    def upper(self):
+        return self.delta + self.error
+
+
+def _check_counts(counts, sigma):
+    if np.any(counts < 2):
+        raise ValueError(
+            "Theorem 4.1 needs every observed value to appear at least twice (nᵢ > 1); "
+            f"{int(np.sum(counts < 2))} values appear once. Double them (as the seed does for its "
+            "income data) or merge rare values before releasing."
+        )
+    if sigma < 0:
+        raise ValueError("`sigma` must be in [0, 1) here; for sigma < 0 use `negative_sigma_epsilon`.")
+
+
+def _holds(counts, s_all, k_new, sigma, theta, epsilon, density_bounds, histogram):
+    """Indicator of Theorem 4.1's event (or Proposition 4.2's) for one draw of the synthetic counts."""
+    j = counts.shape[0]
+    s_old, s_new = s_all[:j], s_all[j:]
+    ratio = (counts - 1 - sigma) / (counts + s_old - 1 - sigma)  # (nᵢ − 1 − σ)/(nᵢ + Sᵢ − 1 − σ)
+    e = jnp.exp(epsilon)
+    counts_ok = jnp.all(s_old <= (e - 1) * (counts - 1 - sigma))
+    if histogram:
+        return counts_ok
+    c1, c2 = density_bounds
+    is_new = s_new > 0
+    scaled = (s_new - sigma) / (theta + j * sigma)
+    upper = jnp.all(jnp.where(is_new, scaled * jnp.max(ratio) / c1 <= e, True))
+    lower = jnp.all(jnp.where(is_new, scaled * jnp.min(ratio) / c2 >= 1 / e, True))
+    growth = (theta + (j + k_new) * sigma) / (theta + j * sigma) * ratio
+    growth_ok = jnp.all((growth >= 1 / e) & (growth <= e))
+    return upper & lower & growth_ok & counts_ok
+
+
+@partial(jax.jit, static_argnames=("num_records", "m", "num_draws", "histogram"))
+def _delta(key, counts, num_records, m, sigma, theta, epsilons, num_draws, density_bounds, histogram):
+    def one(k):
+        _, s_all, k_total = _urn(k, counts, num_records, m, sigma, theta)
+        s_all = s_all - jnp.concatenate([counts, jnp.zeros(m, counts.dtype)])
+        holds = jax.vmap(lambda eps: _holds(counts, s_all, k_total - counts.shape[0], sigma, theta, eps,
+                                            density_bounds, histogram))(epsilons)  # fmt: skip
+        return holds
+
+    holds = jax.lax.map(jax.vmap(one), random.split(key, num_draws).reshape(-1, 100))  # batches of 100
+    return holds.reshape(num_draws, -1).sum(0)  # events held, per ε
+
+
+def delta_tilde(
+    rng_key,
+    data,
+    m: int,
+    sigma: float,
+    theta: float,
+    epsilon,
+    *,
+    num_draws: int = 10_000,
+    density_bounds=(1.0, 1.0),
+    histogram: bool = False,
+) -> DeltaEstimate:
+    """Monte Carlo δ̃(ε) for releasing m records from the PY(σ, θ, H) predictive given ``data``
+    (Theorem 4.1; Corollary 4.1 at σ = 0; Proposition 4.2 with ``histogram=True``). The release
+    is instance-level (ε, δ)-DP for every δ > δ̃(ε). ``density_bounds`` = (C₁, C₂) bound H's density
+    (1, 1 for the uniform on [0, 1]ʳ). ``epsilon`` may be a grid; one set of draws serves all.
+
+    >>> import jax, numpy as np
+    >>> x = np.repeat(np.linspace(0.05, 0.95, 10), 50)  # 10 values, 50 records each
+    >>> est = delta_tilde(jax.random.key(0), x, 50, 0.0, 2.0, epsilon=[1.0, 3.0], num_draws=1000)
+    >>> est.delta.round(3).tolist()
+    [0.0, 0.0]
+    """
+    data = _as_partition(data)
+    check_pitman_yor(sigma, theta, len(data.counts))
+    _check_counts(data.counts, sigma)
+    if not (isinstance(m, (int, np.integer)) and m > 0):
+        raise ValueError(f"`m` must be a positive int, got {m!r}.")
+    if not (isinstance(num_draws, int) and num_draws >= 100 and num_draws % 100 == 0):
+        raise ValueError(f"`num_draws` must be a positive multiple of 100, got {num_draws!r}.")
+    eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float32))
+    if np.any(eps <= 0):
+        raise ValueError(f"`epsilon` must be > 0, got {epsilon!r}.")
+    c1, c2 = map(float, density_bounds)
+    if not 0 < c1 <= c2:
+        raise ValueError(f"`density_bounds` must be 0 < C1 <= C2, got {density_bounds!r}.")
+    counts = jnp.asarray(data.counts, jnp.int32)
+    held = _delta(rng_key, counts, int(data.counts.sum()), m, sigma, theta, jnp.asarray(eps), num_draws,
+                       (c1, c2), histogram)  # fmt: skip
+    delta = 1.0 - np.asarray(held, dtype=np.float64) / num_draws  # counted exactly, not in float32
+    sd = np.sqrt(delta * (1 - delta))
+    return DeltaEstimate(eps, delta, Z_SEED * sd / np.sqrt(num_draws), num_draws)
+
+
+def negative_sigma_epsilon(data, m: int, sigma: float) -> float:
+    """Proposition 4.1: with σ < 0 and θ = K_n|σ| (a Dirichlet–multinomial on the observed values)
+    the release of m records is instance-level ε-DP for every ε > log(1 + m / (|σ| + min nᵢ − 1)).
+
+    >>> round(negative_sigma_epsilon([0.1] * 30 + [0.7] * 40, m=10, sigma=-1.0), 4)
+    0.2877
+    """
+    data = _as_partition(data)
+    if not sigma < 0:
+        raise ValueError(f"Proposition 4.1 needs `sigma` < 0, got {sigma}.")
+    _check_counts(data.counts, 0.0)
+    if not (isinstance(m, (int, np.integer)) and m > 0):
+        raise ValueError(f"`m` must be a positive int, got {m!r}.")
+    return float(np.log1p(m / (-sigma + data.counts.min() - 1)))
+
+
+def max_release_size(rng_key, data, sigma, theta, epsilon, delta, *, m_max=100_000, num_draws=10_000, **kw):
+    """The largest m whose δ̃(ε) upper error bar stays ≤ ``delta`` (bisection on m; δ̃ grows with
+    m), or 0 if even m = 1 fails. For σ < 0, Proposition 4.1's closed form (``delta`` unused)."""
+    data = _as_partition(data)
+    if sigma < 0:
+        return max(0, int(np.ceil((np.expm1(epsilon)) * (-sigma + data.counts.min() - 1))) - 1)
+    ok = lambda m: (
+        delta_tilde(rng_key, data, m, sigma, theta, epsilon, num_draws=num_draws, **kw).upper[0] <= delta
+    )
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= m_max and ok(hi):
+        lo, hi = hi, 2 * hi
+    hi = min(hi, m_max + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def admissible_theta(rng_key, data, m, sigma, epsilon, delta, thetas, *, num_draws=10_000, **kw):
+    """``(thetas, upper)``: the θ of the grid whose δ̃(ε) upper error bar is ≤ ``delta``, and the
+    upper bars of the whole grid."""
+    uppers = np.array(
+        [delta_tilde(rng_key, data, m, sigma, t, epsilon, num_draws=num_draws, **kw).upper[0] for t in thetas]
+    )
+    return np.asarray(thetas)[uppers <= delta], uppers
+
+
+def density_ratios(rng_key, x, m, sigma, theta, *, num_synthetic=100, num_neighbours=100, base=None):
+    """Algorithm 2 for one confidential dataset ``x`` (records): log q_n(z | x) − log q_n(z | y) for
+    ``num_synthetic`` releases z and ``num_neighbours`` neighbours y each. A neighbour replaces
+    the last record of x by (t = 0) another value of x, (t = 1) a value of z, or (t = 2) a fresh
+    draw from H, with t uniform on {0, 1, 2}. Returns ``(log_ratios, neighbour_types)``, both shaped
+    (num_synthetic, num_neighbours)."""
+    import numpyro.distributions as dist
+
+    x = np.asarray(x)
+    base = dist.Uniform(0.0, 1.0) if base is None else base
+    keys = random.split(rng_key, num_synthetic)
+    rng = np.random.default_rng(np.asarray(random.key_data(rng_key)).ravel()[-1])
+    ratios, types = np.empty((num_synthetic, num_neighbours)), np.empty((num_synthetic, num_neighbours), int)
+    for i in range(num_synthetic):
+        z = np.asarray(predictive_release(keys[i], x, m, sigma, theta, base).values)
+        log_q = float(log_predictive_density(z, x, sigma, theta, base))
+        fresh = np.asarray(base.sample(random.fold_in(keys[i], 1), (num_neighbours,)))
+        for jn in range(num_neighbours):
+            t = rng.integers(3)
+            others = {0: x[x != x[-1]], 1: z[z != x[-1]]}.get(t)
+            y = x.copy()
+            y[-1] = fresh[jn] if t == 2 or others is None or others.size == 0 else rng.choice(others)
+            ratios[i, jn] = log_q - float(log_predictive_density(z, y, sigma, theta, base))
+            types[i, jn] = t
+    return ratios, types
