@@ -113,30 +113,45 @@ def _urn(key, counts, num_records, m, sigma, theta):
     neg = jnp.maximum(-sigma, 0.0)  # σ < 0: (nᵢ + |σ|) = nᵢ + a uniform share |σ| per value
     pos = jnp.maximum(sigma, 0.0)  # σ ≥ 0: (nᵢ − σ) by rejection from ∝ nᵢ
 
+    def attempt(owner, counts, k, total, u, index):
+        """One draw ∝ (nᵢ − σ) over the k values: a past record's value (∝ nᵢ) or, for σ < 0, a
+        uniform value; accepted w.p. (n_c − σ⁺)/n_c (always when σ ≤ 0)."""
+        uniform_value = u[0] * (total + neg * k) < neg * k
+        c = jnp.where(uniform_value, jnp.minimum(jnp.floor(u[1] * k).astype(jnp.int32), k - 1), owner[index])
+        return c, uniform_value | (u[2] * counts[c] < counts[c] - pos)
+
     def step(carry, inputs):
         owner, counts, k = carry
-        j, key = inputs
+        j, u, index, key = inputs
         total = num_records + j
-        k_new, k_old = random.split(key)
-        new = random.uniform(k_new) * (theta + total) < theta + sigma * k
+        new = u[3] * (theta + total) < theta + sigma * k
+        first = attempt(owner, counts, k, total, u, index)
 
-        def pick(state):
+        def retry(state):  # rare: only after a rejection (σ > 0); fresh randomness per try
             t, _, _ = state
-            k1, k2, k3 = random.split(random.fold_in(k_old, t), 3)
-            uniform_value = random.uniform(k1) * (total + neg * k) < neg * k
-            c = jnp.where(
-                uniform_value, random.randint(k2, (), 0, k), owner[random.randint(k2, (), 0, total)]
+            k_u, k_i = random.split(random.fold_in(key, t))
+            return (
+                t + 1,
+                *attempt(
+                    owner, counts, k, total, random.uniform(k_u, (3,)), random.randint(k_i, (), 0, total)
+                ),
             )
-            accept = uniform_value | (random.uniform(k3) * counts[c] < counts[c] - pos)
-            return t + 1, c, accept
 
-        _, old, _ = lax.while_loop(lambda s: ~s[2], pick, (0, jnp.array(0), jnp.array(False)))
+        _, old, _ = lax.while_loop(lambda s: ~s[2], retry, (0, *first))
         label = jnp.where(new, k, old)
         owner = owner.at[total].set(label)
         return (owner, counts.at[label].add(1), k + new), label
 
-    keys = random.split(key, m)
-    (_, counts_all, k), labels = lax.scan(step, (owner, counts, jnp.array(k0)), (jnp.arange(m), keys))
+    # the common path's randomness drawn up front, vectorised: uniforms and past-record indices
+    k_u, k_i, k_retry = random.split(key, 3)
+    steps = jnp.arange(m)
+    inputs = (
+        steps,
+        random.uniform(k_u, (m, 4)),
+        random.randint(k_i, (m,), 0, num_records + steps),
+        random.split(k_retry, m),
+    )
+    (_, counts_all, k), labels = lax.scan(step, (owner, counts, jnp.array(k0)), inputs)
     return labels, counts_all, k
 
 
