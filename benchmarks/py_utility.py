@@ -126,7 +126,7 @@ def main(names, reps):
             f"EB θ̂ = {theta_eb:.4g}, θ used = {theta:.4g}",
             "",
             f"δ̃(ε) for m = {m} (N = 20 000): "
-            + ", ".join(f"ε = {e:g}: {d:.4f}" for e, d in zip(EPS_GRID, est.delta))
+            + ", ".join(f"ε = {e:g}: {d:.5f}" for e, d in zip(EPS_GRID, est.delta))
             + f". Comparison at ε = {eps:g} (the smallest with δ̃ = 0), m = {m}, {bins} histogram bins.",
             "",
         ]

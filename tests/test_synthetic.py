@@ -230,6 +230,12 @@ def test_discovery_probability_against_direct_sum():
         w = np.array([law_kn[j] * chain_law(n, j, m, sigma, theta)[k] for j in range(1, n + 1)])
         direct = np.sum(w * (theta + (np.arange(1, n + 1) + k) * sigma)) / w.sum() / (theta + n + m)
         assert discovery_probability(n, m, k, sigma, theta) == pytest.approx(direct, rel=1e-8)
+    # n large enough that K_n's law is truncated (kmax < n) and only a window of j is summed
+    n, m, k = 1500, 40, 3
+    law_kn = chain_law(0, 0, n, sigma, theta)
+    w = np.array([law_kn[j] * chain_law(n, j, m, sigma, theta)[k] for j in range(1, n + 1)])
+    direct = np.sum(w * (theta + (np.arange(1, n + 1) + k) * sigma)) / w.sum() / (theta + n + m)
+    assert discovery_probability(n, m, k, sigma, theta) == pytest.approx(direct, rel=1e-8)
 
 
 def test_empirical_bayes_theta_and_eppf():

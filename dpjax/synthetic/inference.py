@@ -60,22 +60,27 @@ def empirical_bayes_theta(data, sigma: float = 0.0, bounds=(1e-6, 1e6)) -> float
     return float(np.exp(res.x))
 
 
-def log_factorial_coefficients(n: int, sigma: float, gamma=0.0) -> np.ndarray:
-    """log C(n, k; σ, γ) for k = 0…n, for each γ of ``gamma`` (shape ``gamma.shape + (n + 1,)``);
-    −inf where the coefficient is 0. Needs σ ∈ (0, 1) and γ ≤ 0."""
+def log_factorial_coefficients(n: int, sigma: float, gamma=0.0, kmax: int | None = None) -> np.ndarray:
+    """log C(n, k; σ, γ) for k = 0…kmax (default n), for each γ of ``gamma`` (shape
+    ``gamma.shape + (kmax + 1,)``); −inf where the coefficient is 0. Needs σ ∈ (0, 1) and γ ≤ 0.
+    Row n + 1 at k uses row n at k and k − 1 only, so truncating at kmax is exact: O(n · kmax)."""
     gamma = np.asarray(gamma, dtype=float)
     if not 0 < sigma < 1:
         raise ValueError(f"`sigma` must be in (0, 1), got {sigma}.")
     if np.any(gamma > 0):
         raise ValueError("`gamma` must be <= 0 (then every term of the recursion is positive).")
-    log_c = np.full(gamma.shape + (n + 1,), -np.inf)
+    kmax = n if kmax is None else min(int(kmax), n)
+    log_c = np.full(gamma.shape + (kmax + 1,), -np.inf)
     log_c[..., 0] = 0.0
-    k = np.arange(n + 1)
-    for i in range(n):
-        shifted = np.concatenate([np.full(gamma.shape + (1,), -np.inf), log_c[..., :-1]], axis=-1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            stay = np.log(np.maximum(i - sigma * k - gamma[..., None], 0.0)) + log_c
-        log_c = np.logaddexp(np.log(sigma) + shifted, np.where(np.isnan(stay), -np.inf, stay))
+    log_sigma, g = np.log(sigma), gamma[..., None]
+    for i in range(n):  # row i + 1 from row i; only k <= i + 1 can be non-zero
+        top = min(i + 2, kmax + 1)
+        with np.errstate(divide="ignore"):
+            stay = np.log(np.maximum(i - sigma * np.arange(top) - g, 0.0)) + log_c[..., :top]
+        shifted = np.concatenate(
+            [np.full(gamma.shape + (1,), -np.inf), log_sigma + log_c[..., : top - 1]], axis=-1
+        )
+        log_c[..., :top] = np.logaddexp(shifted, stay)
     return log_c
 
 
@@ -103,12 +108,30 @@ def discovery_probability(n: int, m: int, k: int, sigma: float, theta: float) ->
     check_pitman_yor(sigma, theta)
     if not (0 <= k <= m and n > 0 and m > 0):
         raise ValueError(f"need n > 0, m > 0 and 0 <= k <= m; got n={n}, m={m}, k={k}.")
-    j = np.arange(1, n + 1)
-    log_cn = log_factorial_coefficients(n, sigma)[j]
-    log_cm = log_factorial_coefficients(m, sigma, -n + j * sigma)[:, k]
     a = theta / sigma + 1
-    log_w = gammaln(a + j + k - 1) - gammaln(a) + log_cn + log_cm
+    joint = lambda j, log_cn: (  # log of P[Y = j] up to a constant
+        gammaln(a + j + k - 1) + log_cn + log_factorial_coefficients(m, sigma, -n + j * sigma, kmax=k)[:, k]
+    )
+    # P[Y = j] ∝ P[K_n = j] P[K_m = k | K_n = j] and the second factor is ≤ 1, so values j whose
+    # P[K_n = j] is e⁴⁰ below the largest joint term are negligible; K_n's law is computed only
+    # up to a kmax past them (exact truncation), doubling kmax until it is.
+    kmax = min(n, 256)
+    while True:
+        j = np.arange(1, kmax + 1)
+        log_cn = log_factorial_coefficients(n, sigma, kmax=kmax)[1:]
+        log_prior = gammaln(a + j - 1) - np.log(sigma) + log_cn  # log P[K_n = j] + const
+        near = log_prior >= log_prior.max() - 40
+        # the largest log P[K_n = j] P[K_m = k | K_n = j] on log_prior's scale
+        best = (
+            joint(j[near], log_cn[near]).max() - np.log(sigma) - gammaln(theta + n + m) + gammaln(theta + n)
+        )
+        keep = log_prior >= best - 40
+        if kmax == n or not keep[-1]:
+            break
+        kmax = min(2 * kmax, n)
+    log_w = joint(j[keep], log_cn[keep])
     w = np.exp(log_w - logsumexp(log_w))
+    j = j[keep]
     return float((theta + k * sigma + sigma * (w @ j)) / (theta + n + m))
 
 
