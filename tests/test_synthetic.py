@@ -288,3 +288,19 @@ def test_same_key_same_release_and_vmap():
     np.testing.assert_array_equal(a, b)
     batch = draws(lambda k: predictive_release(k, DATA, 30, 0.5, 2.0).values, num=100)
     assert batch.shape == (100, 30)
+
+
+def test_calibration_helpers():
+    from dpjax.synthetic import admissible_theta, max_release_size
+
+    x = np.repeat([0.1, 0.3, 0.5, 0.7], [40, 30, 20, 10])
+    # σ < 0: Proposition 4.1 in closed form, m < (e^ε − 1)(|σ| + min nᵢ − 1)
+    m = max_release_size(jax.random.key(0), x, -1.0, 4.0, 1.0, 0.0)
+    assert m < np.expm1(1.0) * 10 <= m + 1 and negative_sigma_epsilon(x, m, -1.0) < 1.0
+    # σ = 0: the returned m passes the δ̃ bound and m + 1 does not
+    key, eps, delta = jax.random.key(1), 1.5, 0.05
+    m = max_release_size(key, x, 0.0, 3.0, eps, delta, m_max=256, num_draws=2000)
+    upper = lambda mm: delta_tilde(key, x, mm, 0.0, 3.0, eps, num_draws=2000).upper[0]
+    assert 1 <= m < 256 and upper(m) <= delta < upper(m + 1)
+    ok, uppers = admissible_theta(key, x, 10, 0.0, 1.0, delta, [0.5, 1.0, 3.0], num_draws=2000)
+    assert list(ok) == [0.5, 1.0] and uppers[2] > delta
