@@ -18,11 +18,10 @@ from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
-from numpyro.infer.mcmc import MCMCKernel
 from numpyro.primitives import Messenger
-from numpyro.util import is_prng_key
 
 from ..primitives import INFER_KEY, SiteRoles, record_statistics, site_roles
+from .chains import PerChainKernel
 from .noncentred import init_nc_state, noise_supported, noncentred_moves
 from .record_sweep import accept_records, record_sweep
 
@@ -74,7 +73,7 @@ def _hidden_records(model, hidden, *args, **kwargs):
         return model(*args, **kwargs)
 
 
-class DataAugmentationKernel(MCMCKernel):
+class DataAugmentationKernel(PerChainKernel):
     """Data-augmentation MCMC for a model with ``dpjax.privatized`` sites.
 
     Targets p(θ, x | s_dp) exactly; θ draws are collected, the imputed database is not (unless
@@ -165,7 +164,6 @@ class DataAugmentationKernel(MCMCKernel):
         self._supports = None
         self._num_warmup = 0
         self._spec: SiteRoles | None = None
-        self._sample_fn = None
 
     # ---------------------------------------------------------------- NumPyro-facing
     @property
@@ -210,16 +208,7 @@ class DataAugmentationKernel(MCMCKernel):
             model_args=model_args,
             model_kwargs=model_kwargs,
         )
-        if is_prng_key(rng_key):
-            self._sample_fn = self._sample_one
-            return init_one(rng_key)
-        self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
-        return jax.vmap(init_one)(rng_key)
-
-    def sample(self, state, model_args, model_kwargs):
-        if self._sample_fn is None:
-            raise RuntimeError("Call `init` before `sample`.")
-        return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+        return self._start(rng_key, init_one)
 
     # ---------------------------------------------------------------- internals
     def _simulate(self, rng_key, theta, model_args, model_kwargs):

@@ -19,10 +19,9 @@ from jax.flatten_util import ravel_pytree
 from jax.scipy.special import logsumexp
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import prototype_trace
-from numpyro.infer.mcmc import MCMCKernel
-from numpyro.util import is_prng_key
 
 from .abc import _roles, _simulate
+from .chains import PerChainKernel
 from .rwm import adapt, proposal_scale
 
 __all__ = ["PMState", "PseudoMarginalABC"]
@@ -51,7 +50,7 @@ class PMState(NamedTuple):
     rng_key: jax.Array
 
 
-class PseudoMarginalABC(MCMCKernel):
+class PseudoMarginalABC(PerChainKernel):
     """Exact-posterior MCMC for a privatized model, by pseudo-marginal Metropolis.
 
     Each step proposes θ' by an adaptive Gaussian random walk on the unconstrained scale and
@@ -77,7 +76,6 @@ class PseudoMarginalABC(MCMCKernel):
             raise ValueError(f"`num_simulations` must be a positive int, got {num_simulations!r}.")
         self._model = model
         self._num_simulations = num_simulations
-        self._sample_fn = None
 
     @property
     def model(self):
@@ -105,16 +103,7 @@ class PseudoMarginalABC(MCMCKernel):
             raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
         self._privatized, self._theta, self._num_warmup = privatized, theta, num_warmup
         init_one = partial(self._init_one, init_params=init_params, args=model_args, kwargs=model_kwargs)
-        if is_prng_key(rng_key):
-            self._sample_fn = self._sample_one
-            return init_one(rng_key)
-        self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
-        return jax.vmap(init_one)(rng_key)
-
-    def sample(self, state, model_args, model_kwargs):
-        if self._sample_fn is None:
-            raise RuntimeError("Call `init` before `sample`.")
-        return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+        return self._start(rng_key, init_one)
 
     # ---------------------------------------------------------------- internals
     def _estimate(self, key, theta, args, kwargs):

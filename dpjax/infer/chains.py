@@ -1,0 +1,27 @@
+"""A base for dpjax's NumPyro kernels, written for one chain: with ``chain_method="vectorized"``
+NumPyro passes a batch of keys to ``init``, and the one-chain functions are then vmapped."""
+
+from __future__ import annotations
+
+import jax
+from numpyro.infer.mcmc import MCMCKernel
+from numpyro.util import is_prng_key
+
+
+class PerChainKernel(MCMCKernel):
+    """Subclasses define ``_sample_one(state, model_args, model_kwargs)`` and, in ``init``,
+    return ``self._start(rng_key, init_one)`` with ``init_one(rng_key) -> state``."""
+
+    _sample_fn = None
+
+    def _start(self, rng_key, init_one):
+        if is_prng_key(rng_key):
+            self._sample_fn = self._sample_one
+            return init_one(rng_key)
+        self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
+        return jax.vmap(init_one)(rng_key)
+
+    def sample(self, state, model_args, model_kwargs):
+        if self._sample_fn is None:
+            raise RuntimeError("Call `init` before `sample`.")
+        return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
