@@ -57,8 +57,8 @@ class PseudoMarginalABC(PerChainKernel):
     simulates ``num_simulations`` confidential data sets from the model at θ' (``vmap``); the mean
     of their mechanism densities η(s_dp | T) is an unbiased likelihood estimate. Use it with
     ``numpyro.infer.MCMC`` like any NumPyro kernel. More simulations per step make the estimate less
-    noisy and the chain stickier-free, at proportional cost; aim for a log-likelihood estimate
-    with s.d. of about 1–2 at the posterior.
+    noisy, so the chain sticks less after a lucky overestimate, at proportional cost; aim for a
+    log-likelihood estimate with s.d. of about 1–2 at the posterior.
 
     >>> import jax, jax.numpy as jnp, numpyro, dpjax
     >>> from numpyro.infer import MCMC
