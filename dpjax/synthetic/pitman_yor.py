@@ -104,11 +104,14 @@ def _as_partition(data) -> Partition:
 
 
 def _urn(key, counts, num_records, m, sigma, theta):
-    """Labels of m predictive draws given cluster ``counts`` (length k, summing to ``num_records``)."""
+    """Labels of m predictive draws given cluster ``counts``. ``counts`` may be zero-padded at the
+    end and ``num_records`` (static) may exceed their sum, so that datasets of similar size share
+    one compiled function; the real numbers of values and records are read from ``counts``."""
     k0 = counts.shape[0]
     owner = jnp.concatenate(
         [jnp.repeat(jnp.arange(k0), counts, total_repeat_length=num_records), jnp.zeros(m, jnp.int32)]
-    )
+    )  # entries past the real records are written before they are read
+    n_real, k_real = jnp.sum(counts), jnp.sum(counts > 0)
     counts = jnp.concatenate([counts.astype(jnp.int32), jnp.zeros(m, jnp.int32)])
     neg = jnp.maximum(-sigma, 0.0)  # σ < 0: (nᵢ + |σ|) = nᵢ + a uniform share |σ| per value
     pos = jnp.maximum(sigma, 0.0)  # σ ≥ 0: (nᵢ − σ) by rejection from ∝ nᵢ
@@ -123,7 +126,7 @@ def _urn(key, counts, num_records, m, sigma, theta):
     def step(carry, inputs):
         owner, counts, k = carry
         j, u, index, key = inputs
-        total = num_records + j
+        total = n_real + j
         new = u[3] * (theta + total) < theta + sigma * k
         first = attempt(owner, counts, k, total, u, index)
 
@@ -148,10 +151,10 @@ def _urn(key, counts, num_records, m, sigma, theta):
     inputs = (
         steps,
         random.uniform(k_u, (m, 4)),
-        random.randint(k_i, (m,), 0, num_records + steps),
+        random.randint(k_i, (m,), 0, n_real + steps),
         random.split(k_retry, m),
     )
-    (_, counts_all, k), labels = lax.scan(step, (owner, counts, jnp.array(k0)), inputs)
+    (_, counts_all, k), labels = lax.scan(step, (owner, counts, k_real), inputs)
     return labels, counts_all, k
 
 

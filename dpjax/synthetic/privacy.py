@@ -57,36 +57,45 @@ def _check_counts(counts, sigma):
         raise ValueError("`sigma` must be in [0, 1) here; for sigma < 0 use `negative_sigma_epsilon`.")
 
 
-def _holds(counts, s_all, k_new, sigma, theta, epsilon, density_bounds, histogram):
-    """Indicator of Theorem 4.1's event (or Proposition 4.2's) for one draw of the synthetic counts."""
-    j = counts.shape[0]
-    s_old, s_new = s_all[:j], s_all[j:]
-    ratio = (counts - 1 - sigma) / (counts + s_old - 1 - sigma)  # (nᵢ − 1 − σ)/(nᵢ + Sᵢ − 1 − σ)
+def _holds(counts, s_all, j, k_new, sigma, theta, epsilon, density_bounds, histogram):
+    """Indicator of Theorem 4.1's event (or Proposition 4.2's) for one draw of the synthetic counts.
+    ``counts`` is zero-padded to the length of ``s_all``: entries below ``j`` are the observed values,
+    the others hold the new values (S > 0) or nothing."""
+    old = jnp.arange(s_all.shape[0]) < j
+    ratio = (counts - 1 - sigma) / (counts + s_all - 1 - sigma)  # (nᵢ − 1 − σ)/(nᵢ + Sᵢ − 1 − σ)
     e = jnp.exp(epsilon)
-    counts_ok = jnp.all(s_old <= (e - 1) * (counts - 1 - sigma))
+    counts_ok = jnp.all(~old | (s_all <= (e - 1) * (counts - 1 - sigma)))
     if histogram:
         return counts_ok
     c1, c2 = density_bounds
-    is_new = s_new > 0
-    scaled = (s_new - sigma) / (theta + j * sigma)
-    upper = jnp.all(jnp.where(is_new, scaled * jnp.max(ratio) / c1 <= e, True))
-    lower = jnp.all(jnp.where(is_new, scaled * jnp.min(ratio) / c2 >= 1 / e, True))
+    is_new = ~old & (s_all > 0)
+    scaled = (s_all - sigma) / (theta + j * sigma)
+    upper = jnp.all(~is_new | (scaled * jnp.max(jnp.where(old, ratio, -jnp.inf)) / c1 <= e))
+    lower = jnp.all(~is_new | (scaled * jnp.min(jnp.where(old, ratio, jnp.inf)) / c2 >= 1 / e))
     growth = (theta + (j + k_new) * sigma) / (theta + j * sigma) * ratio
-    growth_ok = jnp.all((growth >= 1 / e) & (growth <= e))
+    growth_ok = jnp.all(~old | ((growth >= 1 / e) & (growth <= e)))
     return upper & lower & growth_ok & counts_ok
 
 
 @partial(jax.jit, static_argnames=("num_records", "m", "num_draws", "histogram"))
 def _delta(key, counts, num_records, m, sigma, theta, epsilons, num_draws, density_bounds, histogram):
+    j = jnp.sum(counts > 0)
+    padded = jnp.concatenate([counts, jnp.zeros(m, counts.dtype)])
+
     def one(k):
         _, s_all, k_total = _urn(k, counts, num_records, m, sigma, theta)
-        s_all = s_all - jnp.concatenate([counts, jnp.zeros(m, counts.dtype)])
-        holds = jax.vmap(lambda eps: _holds(counts, s_all, k_total - counts.shape[0], sigma, theta, eps,
-                                            density_bounds, histogram))(epsilons)  # fmt: skip
-        return holds
+        s_all = s_all - padded
+        return jax.vmap(
+            lambda eps: _holds(padded, s_all, j, k_total - j, sigma, theta, eps, density_bounds, histogram)
+        )(epsilons)
 
     holds = jax.lax.map(jax.vmap(one), random.split(key, num_draws).reshape(-1, 100))  # batches of 100
     return holds.reshape(num_draws, -1).sum(0)  # events held, per ε
+
+
+def _bucket(size: int) -> int:
+    """Next power of two (at least 16): datasets of similar size reuse one compilation."""
+    return max(16, 1 << (int(size) - 1).bit_length())
 
 
 def delta_tilde(
@@ -125,9 +134,21 @@ def delta_tilde(
     c1, c2 = map(float, density_bounds)
     if not 0 < c1 <= c2:
         raise ValueError(f"`density_bounds` must be 0 < C1 <= C2, got {density_bounds!r}.")
-    counts = jnp.asarray(data.counts, jnp.int32)
-    held = _delta(rng_key, counts, int(data.counts.sum()), m, sigma, theta, jnp.asarray(eps), num_draws,
-                       (c1, c2), histogram)  # fmt: skip
+    counts = np.zeros(_bucket(data.counts.size), np.int32)
+    counts[: data.counts.size] = data.counts
+    capacity = _bucket(data.counts.sum())
+    held = _delta(
+        rng_key,
+        jnp.asarray(counts),
+        capacity,
+        m,
+        sigma,
+        theta,
+        jnp.asarray(eps),
+        num_draws,
+        (c1, c2),
+        histogram,
+    )
     delta = 1.0 - np.asarray(held, dtype=np.float64) / num_draws  # counted exactly, not in float32
     sd = np.sqrt(delta * (1 - delta))
     return DeltaEstimate(eps, delta, Z_SEED * sd / np.sqrt(num_draws), num_draws)
