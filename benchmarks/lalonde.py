@@ -109,8 +109,7 @@ def main(fits, num_samples):
         f"Gamma(2, rate 0.2). {fits} releases; each fit {num_samples} draws (NUTS after 1000 warmup, or "
         "i.i.d. exact ABC).",
         "",
-        "Posterior median (its range over the fits) and the mean width of the "
-        "50 % and 98 % intervals:",
+        "Posterior median (its range over the fits) and the mean width of the 50 % and 98 % intervals:",
         "",
     ]
     md += table(

@@ -95,9 +95,7 @@ def test_cap_reached_reports_acceptance_rate():
 
 def test_time_cap_reports_acceptance_rate():
     with pytest.raises(RuntimeError, match=r"max_seconds=0.5 after [\d,]+ proposals .*acceptance rate"):
-        exact_abc(
-            jax.random.key(0), poisson_count, 2.0, jnp.array(S_DP), num_samples=10**6, max_seconds=0.5
-        )
+        exact_abc(jax.random.key(0), poisson_count, 2.0, jnp.array(S_DP), num_samples=10**6, max_seconds=0.5)
     with pytest.raises(ValueError, match="max_seconds"):
         exact_abc(jax.random.key(0), poisson_count, 2.0, jnp.array(S_DP), num_samples=10, max_seconds=0)
 

@@ -48,6 +48,7 @@ def test_naive_fit_is_not_the_exact_posterior():
     from numpyro.infer import NUTS
 
     data = {k: RELEASE[i][None] for i, k in enumerate(("ybar_t", "ybar_c", "s2_t", "s2_c"))}
-    mcmc = MCMC(NUTS(handlers.condition(lalonde_summaries, data)), num_warmup=500, num_samples=1000, progress_bar=False)
+    kernel = NUTS(handlers.condition(lalonde_summaries, data))
+    mcmc = MCMC(kernel, num_warmup=500, num_samples=1000, progress_bar=False)
     mcmc.run(jax.random.key(0), RELEASE)
     assert float(np.std(mcmc.get_samples()["tau"])) == pytest.approx(0.7, rel=0.3)

@@ -52,9 +52,8 @@ def test_poisson_mle_and_observed_information_closed_form_m_step():
     assert out.num_particles[-1] == 300_000 and len(out.history) == len(out.ess) + 1
     lo, hi = out.wald_interval(0.95)["theta"]
     half = 1.959964 * float(out.std_errors["theta"])
-    assert float(lo) == pytest.approx(float(out.params["theta"]) - half) and float(hi) - float(lo) == pytest.approx(
-        2 * half
-    )
+    assert float(lo) == pytest.approx(float(out.params["theta"]) - half)
+    assert float(hi) - float(lo) == pytest.approx(2 * half)
     with pytest.raises(ValueError, match="level"):
         out.wald_interval(1.5)
 
