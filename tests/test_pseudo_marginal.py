@@ -1,5 +1,6 @@
 """Pseudo-marginal ABC-MCMC against the exact posteriors by numerical summation (as exact ABC)."""
 
+import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -55,6 +56,8 @@ def test_same_key_same_draws_init_params_and_errors():
     mcmc = MCMC(PseudoMarginalABC(poisson_count), num_warmup=10, num_samples=10, progress_bar=False)
     mcmc.run(jax.random.key(0), 25.0, jnp.array(S_DP), init_params={"theta": jnp.array(30.0)})
     assert mcmc.get_samples()["theta"].shape == (10,)
+    idata = az.from_numpyro(mcmc)  # the records and the release are hidden from ArviZ
+    assert idata.posterior["theta"].shape == (1, 10) and "acceptance_rate" in idata.sample_stats
     with pytest.raises(ValueError, match="num_simulations"):
         PseudoMarginalABC(poisson_count, num_simulations=0)
     with pytest.raises(ValueError, match="init_params"):

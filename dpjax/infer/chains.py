@@ -4,6 +4,7 @@ NumPyro passes a batch of keys to ``init``, and the one-chain functions are then
 from __future__ import annotations
 
 import jax
+from numpyro import handlers
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
@@ -25,3 +26,11 @@ class PerChainKernel(MCMCKernel):
         if self._sample_fn is None:
             raise RuntimeError("Call `init` before `sample`.")
         return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+
+
+def hidden_records(model, hidden, *args, **kwargs):
+    """``model`` with the ``hidden`` sites (records, releases) blocked and seeded: what the kernels
+    expose as ``.model``, so ``Predictive`` and ``az.from_numpyro`` see θ and the public data only;
+    the likelihood of the release itself is intractable."""
+    with handlers.block(hide=list(hidden)), handlers.seed(rng_seed=0):
+        return model(*args, **kwargs)

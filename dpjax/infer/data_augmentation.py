@@ -21,7 +21,7 @@ from numpyro.infer.hmc import HMC
 from numpyro.primitives import Messenger
 
 from ..primitives import INFER_KEY, SiteRoles, record_statistics, site_roles
-from .chains import PerChainKernel
+from .chains import PerChainKernel, hidden_records
 from .noncentred import init_nc_state, noise_supported, noncentred_moves
 from .record_sweep import accept_records, record_sweep
 
@@ -65,11 +65,6 @@ class _MaskPrivatized(Messenger):
 
 def _theta_given_records(model, *args, **kwargs):
     with _MaskPrivatized():
-        return model(*args, **kwargs)
-
-
-def _hidden_records(model, hidden, *args, **kwargs):
-    with handlers.block(hide=list(hidden)), handlers.seed(rng_seed=0):
         return model(*args, **kwargs)
 
 
@@ -175,7 +170,7 @@ class DataAugmentationKernel(PerChainKernel):
             return self._model
         hidden = [n for n, _ in self._spec.privatized]
         hidden += list(self._spec.latent_records + self._spec.public_records)
-        return partial(_hidden_records, self._model, hidden)
+        return partial(hidden_records, self._model, hidden)
 
     @property
     def default_fields(self):

@@ -20,8 +20,9 @@ from jax.scipy.special import logsumexp
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import prototype_trace
 
+from ..primitives import site_roles
 from .abc import _roles, _simulate
-from .chains import PerChainKernel
+from .chains import PerChainKernel, hidden_records
 from .rwm import adapt, proposal_scale
 
 __all__ = ["PMState", "PseudoMarginalABC"]
@@ -79,7 +80,9 @@ class PseudoMarginalABC(PerChainKernel):
 
     @property
     def model(self):
-        return self._model
+        """The model with records and releases hidden (after ``init``), for ``az.from_numpyro``."""
+        hidden = getattr(self, "_hidden", None)
+        return self._model if hidden is None else partial(hidden_records, self._model, hidden)
 
     @property
     def default_fields(self):
@@ -102,6 +105,8 @@ class PseudoMarginalABC(PerChainKernel):
         if init_params is not None and set(init_params) != set(theta):
             raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
         self._privatized, self._theta, self._num_warmup = privatized, theta, num_warmup
+        roles = site_roles(tr)
+        self._hidden = privatized + list(roles.latent_records + roles.public_records)
         init_one = partial(self._init_one, init_params=init_params, args=model_args, kwargs=model_kwargs)
         return self._start(rng_key, init_one)
 
