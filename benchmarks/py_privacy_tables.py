@@ -70,19 +70,15 @@ def main(num_datasets, num_draws):
         eps = list(seed_rows)
         data = [dataset(100 * t + d, sigma, theta) for d in range(num_datasets)]
         tic = time.perf_counter()
-        est = np.array(
+        runs = [
             [
-                [
-                    delta_tilde(
-                        jax.random.key(m), p, m, sigma, theta, eps, num_draws=num_draws, histogram=hist
-                    ).delta
-                    for m in MS
-                ]
-                for p in data
+                delta_tilde(jax.random.key(m), p, m, sigma, theta, eps, num_draws=num_draws, histogram=hist)
+                for m in MS
             ]
-        )  # fmt: skip  (datasets, m, eps)
-        first = [delta_tilde(jax.random.key(m), data[0], m, sigma, theta, eps, num_draws=num_draws, histogram=hist)
-                 for m in MS]  # fmt: skip
+            for p in data
+        ]
+        est = np.array([[r.delta for r in row] for row in runs])  # (datasets, m, eps)
+        first = runs[0]
         results[t] = {
             "sigma": sigma, "theta": theta, "histogram": hist, "epsilon": eps,
             "num_values": [len(p.counts) for p in data], "delta": est.tolist(),

@@ -10,10 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
+from numpyro import handlers
 
 from .mechanisms import Mechanism
 
-__all__ = ["PrivatizedInfo", "SiteRoles", "privatized", "record_statistics", "site_roles"]
+__all__ = ["PrivatizedInfo", "SiteRoles", "privatized", "record_statistics", "simulate", "site_roles"]
 
 INFER_KEY = "dpjax"
 
@@ -156,3 +157,12 @@ def site_roles(tr) -> SiteRoles:
     )
     public = tuple(k for k, s in in_plate.items() if s["is_observed"])
     return SiteRoles(privatized, theta, latent_records, public)
+
+
+def simulate(rng_key, model, privatized_sites, model_args, model_kwargs, data=None):
+    """``(trace, log_eta)``: one seeded run of ``model`` (conditioned on ``data``, e.g. θ) and
+    log η(s_dp | T), the privatized sites' own log density at the release — the quantity exact
+    ABC, pseudo-marginal ABC and IS-MCEM all weight by."""
+    m = model if data is None else handlers.condition(model, data=data)
+    tr = handlers.trace(handlers.seed(m, rng_key)).get_trace(*model_args, **model_kwargs)
+    return tr, sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in privatized_sites)

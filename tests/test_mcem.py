@@ -1,6 +1,8 @@
 """IS-MCEM: MLE and Louis's observed information against direct maximisation of the exact
 marginal likelihood and a finite-difference Hessian."""
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -88,23 +90,8 @@ def test_normal_mean_mle_and_information_with_optax_m_step():
 
 
 def test_bad_inputs():
+    run = partial(is_mcem, jax.random.key(0), poisson_count, {"theta": 1.0}, 25.0, jnp.array(S_DP))
     with pytest.raises(ValueError, match="equal length"):
-        is_mcem(
-            jax.random.key(0),
-            poisson_count,
-            {"theta": 1.0},
-            25.0,
-            jnp.array(S_DP),
-            num_particles=(10,),
-            tolerances=(),
-        )
+        run(num_particles=(10,), tolerances=())
     with pytest.raises(ValueError, match="positive"):
-        is_mcem(
-            jax.random.key(0),
-            poisson_count,
-            {"theta": 1.0},
-            25.0,
-            jnp.array(S_DP),
-            num_particles=(0,),
-            tolerances=(1e-3,),
-        )
+        run(num_particles=(0,), tolerances=(1e-3,))

@@ -20,7 +20,7 @@ from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
-from ..primitives import INFER_KEY, site_roles
+from ..primitives import INFER_KEY, SiteRoles, simulate, site_roles
 
 __all__ = ["ABCResult", "ISResult", "abc_importance", "exact_abc"]
 
@@ -51,30 +51,26 @@ class ISResult(NamedTuple):
     ess: float
 
 
-def _roles(model, model_args, model_kwargs):
+class _Spec(NamedTuple):
+    trace: dict  # a prototype trace
+    roles: SiteRoles
+    privatized: list
+    theta: list
+    max_log_eta: jax.Array
+    placeholders: dict  # latent record values, to substitute when T is simulated directly
+
+
+def _spec(model, model_args, model_kwargs) -> _Spec:
     tr = prototype_trace(model, random.key(0), model_args, model_kwargs)  # copes with improper sites
     roles = site_roles(tr)
     improper = [n for n in roles.theta if isinstance(tr[n]["fn"], dist.ImproperUniform)]
     if improper:
         raise ValueError(f"Exact ABC needs a proper prior; sites {improper} are improper.")
-    privatized = [n for n, _ in roles.privatized]
     max_log_eta = sum(
         info.mechanism.max_log_density(jnp.shape(tr[n]["value"])) for n, info in roles.privatized
     )
     placeholders = {n: tr[n]["value"] for n in roles.latent_records}
-    return privatized, list(roles.theta), max_log_eta, placeholders
-
-
-def _simulate(model, privatized, theta, model_args, model_kwargs, conditioned=None):
-    """One prior-predictive (or θ-conditioned) draw: θ values and log η(s_dp | T)."""
-
-    def one(key):
-        m = handlers.condition(model, data=conditioned(key)) if conditioned else model
-        tr = handlers.trace(handlers.seed(m, key)).get_trace(*model_args, **model_kwargs)
-        log_eta = sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in privatized)
-        return {k: tr[k]["value"] for k in theta}, log_eta, tr
-
-    return one
+    return _Spec(tr, roles, [n for n, _ in roles.privatized], list(roles.theta), max_log_eta, placeholders)
 
 
 def _direct(model, simulator, privatized, theta, placeholders, model_args, model_kwargs):
@@ -96,7 +92,7 @@ def _direct(model, simulator, privatized, theta, placeholders, model_args, model
             )
             for n in privatized
         )
-        return params, log_eta, tr
+        return params, log_eta
 
     return one
 
@@ -139,18 +135,23 @@ def exact_abc(
         raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"`max_seconds` must be positive or None, got {max_seconds!r}.")
-    privatized, theta, max_log_eta, placeholders = _roles(model, model_args, model_kwargs)
+    spec = _spec(model, model_args, model_kwargs)
+    privatized, theta, max_log_eta = spec.privatized, spec.theta, spec.max_log_eta
     if simulator is None:
-        one = _simulate(model, privatized, theta, model_args, model_kwargs)
+
+        def one(key):
+            tr, log_eta = simulate(key, model, privatized, model_args, model_kwargs)
+            return {k: tr[k]["value"] for k in theta}, log_eta
+
     else:
-        one = _direct(model, simulator, privatized, theta, placeholders, model_args, model_kwargs)
-    proto, _, _ = one(random.key(0))
+        one = _direct(model, simulator, privatized, theta, spec.placeholders, model_args, model_kwargs)
+    proto, _ = one(random.key(0))
     max_batches = max(1, -(-int(max_proposals) // batch_size))
 
     def body(carry):
         key, buffer, count, batches, accepted_total = carry
         key, k_sim, k_acc = random.split(key, 3)
-        values, log_eta = jax.vmap(lambda k: one(k)[:2])(random.split(k_sim, batch_size))
+        values, log_eta = jax.vmap(one)(random.split(k_sim, batch_size))
         accept = jnp.log(random.uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
         slot = jnp.where(accept, count + jnp.cumsum(accept) - 1, num_samples)  # out of range: dropped
         buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buffer, values)
@@ -199,14 +200,15 @@ def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **mo
     """
     if not (isinstance(num_samples, int) and num_samples > 0):
         raise ValueError(f"`num_samples` must be a positive int, got {num_samples!r}.")
-    privatized, theta, _, _ = _roles(model, model_args, model_kwargs)
+    spec = _spec(model, model_args, model_kwargs)
+    privatized, theta = spec.privatized, spec.theta
     if set(proposal) != set(theta):
         raise ValueError(f"`proposal` must give a distribution for exactly the sites {sorted(theta)}.")
     draw = lambda key: {k: proposal[k].sample(random.fold_in(key, i)) for i, k in enumerate(sorted(proposal))}
-    one = _simulate(model, privatized, theta, model_args, model_kwargs, conditioned=draw)
 
     def weight(key):
-        values, log_eta, tr = one(key)
+        values = draw(key)
+        tr, log_eta = simulate(key, model, privatized, model_args, model_kwargs, data=values)
         log_prior = sum(jnp.sum(tr[k]["fn"].log_prob(values[k])) for k in theta)
         log_g = sum(jnp.sum(proposal[k].log_prob(values[k])) for k in theta)
         return values, log_eta + log_prior - log_g

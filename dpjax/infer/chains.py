@@ -3,6 +3,8 @@ NumPyro passes a batch of keys to ``init``, and the one-chain functions are then
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 from numpyro import handlers
 from numpyro.infer.mcmc import MCMCKernel
@@ -28,9 +30,14 @@ class PerChainKernel(MCMCKernel):
         return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
 
 
-def hidden_records(model, hidden, *args, **kwargs):
-    """``model`` with the ``hidden`` sites (records, releases) blocked and seeded: what the kernels
-    expose as ``.model``, so ``Predictive`` and ``az.from_numpyro`` see θ and the public data only;
-    the likelihood of the release itself is intractable."""
-    with handlers.block(hide=list(hidden)), handlers.seed(rng_seed=0):
+def _blocked(model, hidden, *args, **kwargs):
+    with handlers.block(hide=hidden), handlers.seed(rng_seed=0):
         return model(*args, **kwargs)
+
+
+def records_hidden(model, roles):
+    """``model`` with its record and privatized sites blocked: what the kernels expose as
+    ``.model``, so ``Predictive`` and ``az.from_numpyro`` see θ (and public data outside the
+    records plate) only; the likelihood of the release itself is intractable."""
+    hidden = [n for n, _ in roles.privatized] + list(roles.latent_records + roles.public_records)
+    return partial(_blocked, model, hidden)

@@ -20,8 +20,8 @@ from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
 from numpyro.primitives import Messenger
 
-from ..primitives import INFER_KEY, SiteRoles, record_statistics, site_roles
-from .chains import PerChainKernel, hidden_records
+from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
+from .chains import PerChainKernel, records_hidden
 from .noncentred import init_nc_state, noise_supported, noncentred_moves
 from .record_sweep import accept_records, record_sweep
 
@@ -168,9 +168,7 @@ class DataAugmentationKernel(PerChainKernel):
         only and the marginal likelihood of the release is intractable."""
         if self._store_records or self._spec is None:
             return self._model
-        hidden = [n for n, _ in self._spec.privatized]
-        hidden += list(self._spec.latent_records + self._spec.public_records)
-        return partial(hidden_records, self._model, hidden)
+        return records_hidden(self._model, self._spec)
 
     @property
     def default_fields(self):
@@ -208,8 +206,7 @@ class DataAugmentationKernel(PerChainKernel):
     # ---------------------------------------------------------------- internals
     def _simulate(self, rng_key, theta, model_args, model_kwargs):
         """One vectorised model call: fresh records x* ~ f(·|θ) for every record slot."""
-        model = handlers.seed(handlers.condition(self._model, data=theta), rng_key)
-        tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
+        tr, _ = simulate(rng_key, self._model, (), model_args, model_kwargs, data=theta)
         return {k: tr[k]["value"] for k in self._spec.latent_records}
 
     def _observed(self, theta, records, model_args, model_kwargs):

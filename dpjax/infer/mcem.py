@@ -22,7 +22,7 @@ from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import prototype_trace
 
-from ..primitives import site_roles
+from ..primitives import simulate, site_roles
 
 __all__ = ["MCEMResult", "is_mcem"]
 
@@ -95,11 +95,8 @@ def is_mcem(
     latent, records = roles.latent_records, roles.latent_records + roles.public_records
     supports = {k: tr[k]["fn"].support for k in params}
 
-    def simulate(key, params):
-        tr = handlers.trace(handlers.seed(handlers.condition(model, data=params), key)).get_trace(
-            *model_args, **model_kwargs
-        )
-        log_eta = sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in privatized)
+    def simulate_records(key, params):
+        tr, log_eta = simulate(key, model, privatized, model_args, model_kwargs, data=params)
         return {k: tr[k]["value"] for k in latent}, log_eta
 
     def record_loglik(params, recs):
@@ -111,7 +108,7 @@ def is_mcem(
 
     @partial(jax.jit, static_argnums=2)
     def e_step(key, params, num):
-        recs, log_eta = jax.vmap(lambda k: simulate(k, params))(random.split(key, num))
+        recs, log_eta = jax.vmap(lambda k: simulate_records(k, params))(random.split(key, num))
         w = jax.nn.softmax(log_eta)
         return recs, w, 1.0 / jnp.sum(w**2)
 

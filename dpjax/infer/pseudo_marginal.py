@@ -18,11 +18,10 @@ from jax import random
 from jax.flatten_util import ravel_pytree
 from jax.scipy.special import logsumexp
 from numpyro.distributions import biject_to
-from numpyro.infer.gibbs import prototype_trace
 
-from ..primitives import site_roles
-from .abc import _roles, _simulate
-from .chains import PerChainKernel, hidden_records
+from ..primitives import simulate
+from .abc import _spec
+from .chains import PerChainKernel, records_hidden
 from .rwm import adapt, proposal_scale
 
 __all__ = ["PMState", "PseudoMarginalABC"]
@@ -81,8 +80,8 @@ class PseudoMarginalABC(PerChainKernel):
     @property
     def model(self):
         """The model with records and releases hidden (after ``init``), for ``az.from_numpyro``."""
-        hidden = getattr(self, "_hidden", None)
-        return self._model if hidden is None else partial(hidden_records, self._model, hidden)
+        roles = getattr(self, "_roles", None)
+        return self._model if roles is None else records_hidden(self._model, roles)
 
     @property
     def default_fields(self):
@@ -96,8 +95,8 @@ class PseudoMarginalABC(PerChainKernel):
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
-        privatized, theta, _, _ = _roles(self._model, model_args, model_kwargs)
-        tr = prototype_trace(self._model, random.key(0), model_args, model_kwargs)
+        spec = _spec(self._model, model_args, model_kwargs)
+        privatized, theta, tr = spec.privatized, spec.theta, spec.trace
         self._transforms = {k: biject_to(tr[k]["fn"].support) for k in theta}
         self._public = [
             k for k, s in tr.items() if s["type"] == "sample" and s["is_observed"] and k not in privatized
@@ -105,24 +104,22 @@ class PseudoMarginalABC(PerChainKernel):
         if init_params is not None and set(init_params) != set(theta):
             raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
         self._privatized, self._theta, self._num_warmup = privatized, theta, num_warmup
-        roles = site_roles(tr)
-        self._hidden = privatized + list(roles.latent_records + roles.public_records)
+        self._roles = spec.roles
         init_one = partial(self._init_one, init_params=init_params, args=model_args, kwargs=model_kwargs)
         return self._start(rng_key, init_one)
 
     # ---------------------------------------------------------------- internals
     def _estimate(self, key, theta, args, kwargs):
         """log p(θ) terms and the log of the unbiased likelihood estimate mean_j η(s_dp | T_j)."""
-        sim = _simulate(self._model, self._privatized, self._theta, args, kwargs, conditioned=lambda k: theta)
 
         def one(k):
-            _, log_eta, tr = sim(k)
-            exact = self._theta + self._public
-            return log_eta, sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in exact)
+            tr, log_eta = simulate(k, self._model, self._privatized, args, kwargs, data=theta)
+            log_p = lambda sites: sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in sites)
+            # public data may depend on the simulated records: their density joins the weight
+            return log_eta + log_p(self._public), log_p(self._theta)
 
-        log_eta, log_prior = jax.vmap(one)(random.split(key, self._num_simulations))
-        log_prior = log_prior[0]  # the same in every simulation
-        return log_prior, logsumexp(log_eta) - jnp.log(self._num_simulations)
+        log_w, log_prior = jax.vmap(one)(random.split(key, self._num_simulations))
+        return log_prior[0], logsumexp(log_w) - jnp.log(self._num_simulations)  # log p(θ): same in all
 
     def _unravel(self, flat):
         phi = self._unravel_fn(flat)
@@ -133,7 +130,8 @@ class PseudoMarginalABC(PerChainKernel):
     def _init_one(self, rng_key, init_params, args, kwargs):
         key_init, key_est, key_state = random.split(rng_key, 3)
         if init_params is None:  # a prior draw
-            init_params, _, _ = _simulate(self._model, self._privatized, self._theta, args, kwargs)(key_init)
+            tr, _ = simulate(key_init, self._model, self._privatized, args, kwargs)
+            init_params = {k: tr[k]["value"] for k in self._theta}
         phi = {k: self._transforms[k].inv(jnp.asarray(init_params[k])) for k in self._theta}
         flat, self._unravel_fn = ravel_pytree(phi)
         theta, log_jac = self._unravel(flat)

@@ -90,7 +90,7 @@ def new_values_law(n: int, j: int, m: int, sigma: float, theta: float) -> np.nda
     check_pitman_yor(sigma, theta)
     k = np.arange(m + 1)
     log_c = log_factorial_coefficients(m, sigma, -n + j * sigma)
-    log_prod = np.array([np.sum(np.log(theta + sigma * np.arange(j, j + kk))) for kk in k])
+    log_prod = np.concatenate([[0.0], np.cumsum(np.log(theta + sigma * np.arange(j, j + m)))])  # Π_{i<j+k}
     lp = gammaln(theta + n) - gammaln(theta + n + m) + log_prod - k * np.log(sigma) + log_c
     return np.exp(lp)
 

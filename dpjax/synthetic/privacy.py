@@ -210,18 +210,17 @@ def density_ratios(rng_key, x, m, sigma, theta, *, num_synthetic=100, num_neighb
 
     x = np.asarray(x)
     base = dist.Uniform(0.0, 1.0) if base is None else base
-    keys = random.split(rng_key, num_synthetic)
-    rng = np.random.default_rng(np.asarray(random.key_data(rng_key)).ravel()[-1])
-    ratios, types = np.empty((num_synthetic, num_neighbours)), np.empty((num_synthetic, num_neighbours), int)
-    for i in range(num_synthetic):
-        z = np.asarray(predictive_release(keys[i], x, m, sigma, theta, base).values)
-        log_q = float(log_predictive_density(z, x, sigma, theta, base))
-        fresh = np.asarray(base.sample(random.fold_in(keys[i], 1), (num_neighbours,)))
-        for jn in range(num_neighbours):
-            t = rng.integers(3)
-            others = {0: x[x != x[-1]], 1: z[z != x[-1]]}.get(t)
+    rng = np.random.default_rng(np.asarray(random.key_data(rng_key)))
+    types = rng.integers(3, size=(num_synthetic, num_neighbours))
+    ratios = np.empty(types.shape)
+    others_x = x[x != x[-1]]
+    for i, key in enumerate(random.split(rng_key, num_synthetic)):
+        z = np.asarray(predictive_release(key, x, m, sigma, theta, base).values)
+        log_q = log_predictive_density(z, x, sigma, theta, base)
+        pools = (others_x, z[z != x[-1]])
+        fresh = np.asarray(base.sample(random.fold_in(key, 1), (num_neighbours,)))
+        for jn, t in enumerate(types[i]):
             y = x.copy()
-            y[-1] = fresh[jn] if t == 2 or others is None or others.size == 0 else rng.choice(others)
-            ratios[i, jn] = log_q - float(log_predictive_density(z, y, sigma, theta, base))
-            types[i, jn] = t
+            y[-1] = rng.choice(pools[t]) if t < 2 and pools[t].size else fresh[jn]
+            ratios[i, jn] = log_q - log_predictive_density(z, y, sigma, theta, base)
     return ratios, types
