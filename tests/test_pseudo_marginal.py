@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from numpyro.infer import MCMC
+from scipy import stats
 from test_abc import S_DP, bernoulli_model, exact_bernoulli, exact_poisson
 
 from dpjax.diagnostics import mcse_z
@@ -62,3 +63,39 @@ def test_same_key_same_draws_init_params_and_errors():
         PseudoMarginalABC(poisson_count, num_simulations=0)
     with pytest.raises(ValueError, match="init_params"):
         mcmc.run(jax.random.key(0), 25.0, jnp.array(S_DP), init_params={"lam": jnp.array(30.0)})
+
+
+def test_public_data_that_depend_on_the_records():
+    """Latent xᵢ ~ Bernoulli(p), public yᵢ ~ N(xᵢ, 0.3²), discrete-Laplace count of x: the exact
+    posterior sums over the 2⁶ databases. Each simulation must weigh its own records by p(y | x);
+    treating y and the release as informed by different databases gives a clearly wrong mean."""
+    import itertools
+
+    import numpyro
+    import numpyro.distributions as dist
+    from scipy.special import betaln
+
+    import dpjax
+
+    y = jnp.array([1.1, 0.9, 1.0, 0.8, 0.1, -0.2])
+    mech = dpjax.DiscreteLaplaceMechanism(epsilon=0.7)
+
+    def model(release=None):
+        p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+        with numpyro.plate("people", 6):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+            numpyro.sample("y", dist.Normal(x, 0.3), obs=y)
+        dpjax.privatized("count", mech, lambda r: r["x"], {"x": x}, plate="people", obs=release)
+
+    release = 2.0
+    weights, means = [], []
+    for x in itertools.product([0, 1], repeat=6):
+        k = sum(x)
+        log_w = betaln(2 + k, 8 - k) + stats.norm.logpdf(np.asarray(y) - np.array(x), scale=0.3).sum()
+        weights.append(log_w + float(mech.log_density(release, float(k))))
+        means.append((2 + k) / 10)
+    w = np.exp(np.array(weights) - max(weights))
+    exact = float(w @ np.array(means) / w.sum())
+    p = np.asarray(run(model, jnp.array(release), seed=4).get_samples(group_by_chain=True)["p"], float)
+    z, ess = mcse_z(p, exact)
+    assert abs(z) < 4 and ess > 400, (z, ess)
