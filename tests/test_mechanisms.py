@@ -136,3 +136,93 @@ def test_clamp_and_normalize():
 def test_bad_parameters_raise_value_error(make):
     with pytest.raises(ValueError):
         make()
+
+
+FLOAT_MECHS = [dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0), dpjax.GaussianMechanism(sigma=1.0)]
+INT_MECHS = [dpjax.DiscreteLaplaceMechanism(epsilon=1.0), dpjax.DiscreteGaussianMechanism(sigma=1.0)]
+
+
+@pytest.mark.parametrize("mech", FLOAT_MECHS + INT_MECHS)
+@pytest.mark.parametrize("bad", [0, 7, 1.5, "key", jnp.zeros(3), jax.random.split(KEY, 2)])
+def test_release_rejects_a_non_key(mech, bad):
+    with pytest.raises(ValueError, match="rng_key"):
+        mech.release(bad, 3)
+
+
+@pytest.mark.parametrize("mech", FLOAT_MECHS + INT_MECHS)
+def test_release_accepts_typed_and_legacy_keys(mech):
+    for key in [jax.random.key(0), jax.random.PRNGKey(0)]:
+        assert np.shape(mech.release(key, np.array([1, 2]))) == (2,)
+    with pytest.raises(ValueError, match="rng_key"):
+        FLOAT_MECHS[0].release(None, 1.0)  # float releases are simulations: they need a key
+
+
+def test_float_release_is_documented_as_simulation_only():
+    for cls in [dpjax.Mechanism, dpjax.LaplaceMechanism, dpjax.GaussianMechanism]:
+        doc = cls.release.__doc__
+        assert "SIMULATE" in doc and "Not for publishing" in doc and "Mironov" in doc
+    for cls in [dpjax.LaplaceMechanism, dpjax.GaussianMechanism]:
+        assert "release(None, T)" in cls.__doc__
+    for dist_cls in [DiscreteLaplace, DiscreteGaussian]:
+        assert "Simulation-grade" in dist_cls.sample.__doc__
+    assert "rng_key=None" in DiscreteLaplace.sample.__doc__
+    assert "CSPRNG" in dpjax.DiscreteLaplaceMechanism.release.__doc__
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s: dpjax.DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=s),
+        lambda s: dpjax.DiscreteGaussianMechanism(rho=0.5, sensitivity=s),
+        lambda s: dpjax.DiscreteGaussianMechanism(sigma=2.0, sensitivity=s),
+    ],
+)
+def test_integer_mechanisms_need_integer_sensitivity(make):
+    for bad in [0.5, 1.5, [1.0, 2.5]]:
+        with pytest.raises(ValueError, match="sensitivity"):
+            make(bad)
+    assert make(2).sensitivity == 2
+
+
+def test_vector_budgets_report_per_entry_and_total():
+    g = dpjax.LaplaceMechanism(epsilon=[1, 2], sensitivity=1).guarantee
+    assert g.epsilon == pytest.approx(3.0) and g.epsilon_per_entry == (1.0, 2.0)
+    assert "ε=3" in str(g) and "[1, 2]" in str(g)
+    assert dpjax.LaplaceMechanism(epsilon=[1, 2], sensitivity=1).epsilon == pytest.approx(3.0)
+    g = dpjax.LaplaceMechanism(sensitivity=[1.0, 100.0], scale=[2.0, 50.0]).guarantee
+    assert g.epsilon == pytest.approx(2.5) and g.epsilon_per_entry == (0.5, 2.0)
+    g = dpjax.DiscreteLaplaceMechanism(epsilon=[[0.5], [1.5]]).guarantee
+    assert g.epsilon == pytest.approx(2.0) and np.shape(g.epsilon_per_entry) == (2, 1)
+    g = dpjax.GaussianMechanism(rho=[0.1, 0.4], sensitivity=1.0).guarantee
+    assert g.rho == pytest.approx(0.5) and np.allclose(g.rho_per_entry, [0.1, 0.4])
+    assert "ρ=0.5" in str(g) and "per entry" in str(g)
+    g = dpjax.GaussianMechanism(sigma=[1.0, 2.0], sensitivity=[1.0, 2.0]).guarantee
+    assert g.rho == pytest.approx(1.0) and g.rho_per_entry == (0.5, 0.5)
+    # scalar parameters: one budget for the whole release, no per-entry field
+    g = dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=2.0).guarantee
+    assert g == dpjax.mechanisms.Guarantee(epsilon=0.5) and str(g) == "ε=0.5"
+
+
+@pytest.mark.parametrize(
+    "make, arg",
+    [
+        (lambda x: dpjax.LaplaceMechanism(epsilon=x, sensitivity=1.0), "epsilon"),
+        (lambda x: dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=x), "sensitivity"),
+        (lambda x: dpjax.LaplaceMechanism(scale=x), "scale"),
+        (lambda x: dpjax.GaussianMechanism(sigma=x), "sigma"),
+        (lambda x: dpjax.GaussianMechanism(rho=x, sensitivity=1.0), "rho"),
+        (lambda x: dpjax.DiscreteLaplaceMechanism(epsilon=x), "epsilon"),
+        (lambda x: dpjax.DiscreteGaussianMechanism(sigma=x), "sigma"),
+    ],
+)
+def test_traced_privacy_parameter_raises_a_clear_error(make, arg):
+    for transform in [jax.jit, jax.vmap]:
+        with pytest.raises(ValueError, match=f"`{arg}` must be a concrete number, not a traced JAX value"):
+            transform(lambda x: jnp.asarray(make(x).scale))(jnp.ones(2))
+
+
+def test_max_log_density_shape_mismatch_names_the_shapes():
+    mech = dpjax.LaplaceMechanism(epsilon=[1.0, 2.0], sensitivity=1.0)
+    with pytest.raises(ValueError, match=r"parameters have shape \(2,\).*release shape \(3,\)"):
+        mech.max_log_density((3,))
+    assert mech.max_log_density((4, 2)) == pytest.approx(4 * (np.log(1 / 2) + np.log(1 / 1)))

@@ -1,4 +1,9 @@
-"""Release mechanisms as NumPyro distributions over the release given the confidential statistic."""
+"""Release mechanisms as NumPyro distributions over the release given the confidential statistic.
+
+Curator side: ``DiscreteLaplaceMechanism`` and ``DiscreteGaussianMechanism`` publish exactly with
+``mech.release(None, T)`` (integer arithmetic and a CSPRNG, :mod:`dpjax.mechanisms.exact`); the
+floating-point mechanisms' ``release`` and all the distributions' ``sample`` only simulate.
+"""
 
 from .base import Guarantee, Mechanism, integer
 from .gaussian import (

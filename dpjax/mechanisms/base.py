@@ -3,15 +3,23 @@
 All dpjax mechanisms add data-independent noise to a confidential statistic T, so the release
 density is a function of the residual ``release - T`` alone. The record sweep relies on that: it
 carries the residual instead of T, which keeps float32 sums accurate at census-scale n.
+
+Curator side: ``mechanism.release`` of the floating-point mechanisms only *simulates* a release;
+the integer mechanisms publish exactly with ``release(None, T)`` (see :class:`IntegerMechanism`).
 """
 
 from __future__ import annotations
 
+import random
+import secrets
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions import constraints
+
+from . import exact
 
 __all__ = ["Guarantee", "IntegerMechanism", "Mechanism", "integer"]
 
@@ -38,21 +46,59 @@ integer = _Integer()
 """Support of the integer-valued (discrete Laplace and discrete Gaussian) releases."""
 
 
+def _nested(arr) -> tuple:
+    """An array as nested tuples of floats (hashable, comparable; ``np.asarray`` restores it)."""
+    return tuple(_nested(a) for a in arr) if np.ndim(arr) else float(arr)
+
+
+def _entries(t) -> str:
+    fmt = {"float_kind": "{:g}".format}
+    return np.array2string(np.asarray(t), separator=", ", threshold=8, formatter=fmt)
+
+
 class Guarantee(NamedTuple):
     """Privacy guarantee of one release: pure ``epsilon``-DP, ``(epsilon, delta)``-DP and/or
-    ``rho``-zCDP. Entries that do not apply are ``None``."""
+    ``rho``-zCDP. Entries that do not apply are ``None``.
+
+    A mechanism with array-valued parameters releases each entry with its own budget: then
+    ``epsilon_per_entry`` / ``rho_per_entry`` hold the per-entry values (nested tuples, shaped like
+    the parameters) and ``epsilon`` / ``rho`` are the totals by basic composition (their sum).
+
+    >>> import dpjax
+    >>> g = dpjax.LaplaceMechanism(epsilon=[1.0, 2.0], sensitivity=1.0).guarantee
+    >>> g.epsilon, g.epsilon_per_entry
+    (3.0, (1.0, 2.0))
+    >>> print(g)
+    ε=3 (per entry [1, 2])
+    """
 
     epsilon: float | None = None
     delta: float | None = None
     rho: float | None = None
+    epsilon_per_entry: tuple | None = None
+    rho_per_entry: tuple | None = None
+
+    @classmethod
+    def composed(cls, kind: str, per_entry, **others) -> Guarantee:
+        """The guarantee of ``kind`` (``"epsilon"`` or ``"rho"``) from a scalar or per-entry array."""
+        arr = np.asarray(per_entry, dtype=float)
+        if arr.ndim == 0:
+            return cls(**{kind: float(arr)}, **others)
+        return cls(**{kind: float(arr.sum()), f"{kind}_per_entry": _nested(arr)}, **others)
 
     def __str__(self):
         parts = []
         if self.epsilon is not None:
-            parts.append(f"ε={self.epsilon:g}" + (f", δ={self.delta:g}" if self.delta else ""))
+            each = f" (per entry {_entries(self.epsilon_per_entry)})" if self.epsilon_per_entry else ""
+            parts.append(f"ε={self.epsilon:g}{each}" + (f", δ={self.delta:g}" if self.delta else ""))
         if self.rho is not None:
-            parts.append(f"ρ={self.rho:g} (zCDP)")
+            each = f"; per entry {_entries(self.rho_per_entry)}" if self.rho_per_entry else ""
+            parts.append(f"ρ={self.rho:g} (zCDP{each})")
         return "; ".join(parts) if parts else "no formal guarantee (noise scale given directly)"
+
+
+def _is_traced(value) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(value))
 
 
 def positive(name: str, value, *, allow_none: bool = False):
@@ -61,6 +107,12 @@ def positive(name: str, value, *, allow_none: bool = False):
         if allow_none:
             return None
         raise ValueError(f"`{name}` is required.")
+    if _is_traced(value):
+        raise ValueError(
+            f"`{name}` must be a concrete number, not a traced JAX value: build the mechanism outside "
+            "jax.jit / jax.vmap / jax.grad (for now a traced privacy parameter is not supported), "
+            "e.g. one mechanism per value of a grid."
+        )
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -70,10 +122,32 @@ def positive(name: str, value, *, allow_none: bool = False):
     return float(arr) if arr.ndim == 0 else arr
 
 
-def scalar_of(value):
-    """The single value of an all-equal parameter, else ``None`` (for guarantee reporting)."""
-    arr = np.asarray(value, dtype=float)
-    return float(arr.flat[0]) if np.all(arr == arr.flat[0]) else None
+def positive_integer(name: str, value):
+    """Validate a positive integer-valued scalar or array (the sensitivity of an integer statistic)."""
+    arr = positive(name, value)
+    if not np.all(np.asarray(arr) == np.floor(arr)):
+        raise ValueError(
+            f"`{name}` must be an integer ≥ 1 for an integer-valued statistic (changing one record "
+            f"changes an integer statistic by an integer), got {value!r}."
+        )
+    return arr
+
+
+def check_key(rng_key, *, allow_none: bool = False):
+    """Raise ``ValueError`` naming ``rng_key`` unless it is one JAX PRNG key (typed or legacy)."""
+    if rng_key is None and allow_none:
+        return
+    dtype, shape = getattr(rng_key, "dtype", None), getattr(rng_key, "shape", None)
+    if dtype is not None:
+        if jnp.issubdtype(dtype, jax.dtypes.prng_key) and shape == ():
+            return
+        if dtype == np.uint32 and len(shape) == 1:  # legacy jax.random.PRNGKey(seed)
+            return
+    hint = " or None (the operating system's CSPRNG, for a real publication)" if allow_none else ""
+    raise ValueError(
+        f"`rng_key` must be one JAX PRNG key, e.g. jax.random.key(0) or jax.random.PRNGKey(0){hint}; "
+        f"got {rng_key!r}."
+    )
 
 
 class Mechanism:
@@ -128,18 +202,33 @@ class Mechanism:
         return self.log_noise_density(jnp.asarray(release) - jnp.asarray(statistic))
 
     def release(self, rng_key, statistic):
-        """Simulate a curator's release of ``statistic`` (one independent noise draw per entry).
+        """SIMULATE a curator's release of ``statistic`` (one independent noise draw per entry),
+        for simulation studies and tests. Traceable (jit, vmap).
+
+        **Not for publishing.** Floating-point noise is not differentially private: the set of
+        representable outputs depends on ``T`` (Mironov 2012), e.g. 89% of float32 Laplace
+        releases of T = 0 can never be produced from T = 1, which reveals T. To publish, use an
+        integer statistic with :class:`~dpjax.DiscreteLaplaceMechanism` or
+        :class:`~dpjax.DiscreteGaussianMechanism` and ``release(None, T)`` (exact, CSPRNG).
 
         >>> import jax, dpjax
         >>> s = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0).release(jax.random.key(0), 10.0)
         """
+        check_key(rng_key)
         statistic = jnp.asarray(statistic, dtype=jnp.result_type(float))
         return self.noise(statistic).sample(rng_key)
 
     def max_log_density(self, shape=()) -> float:
         """The maximum over releases of ``log η(release | T)`` for a release of ``shape``
         (the constant of exact rejection ABC: accept with ``η(s|T) / max η``)."""
-        per_entry = np.broadcast_to(np.asarray(self._max_log_density_per_entry()), shape)
+        per_entry = np.asarray(self._max_log_density_per_entry())
+        try:
+            per_entry = np.broadcast_to(per_entry, shape)
+        except ValueError:
+            raise ValueError(
+                f"The mechanism's parameters have shape {per_entry.shape}, which does not broadcast "
+                f"to the release shape {shape!r}."
+            ) from None
         return float(np.sum(per_entry))
 
     def _max_log_density_per_entry(self):
@@ -149,11 +238,94 @@ class Mechanism:
         return f"{type(self).__name__}(scale={self.scale!r}; {self.guarantee})"
 
 
+def _host_rng(rng_key):
+    """``secrets.SystemRandom()`` for ``None``; else ``random.Random`` seeded from the key's bits."""
+    if rng_key is None:
+        return secrets.SystemRandom()
+    if _is_traced(rng_key):
+        raise ValueError(_NOT_TRACEABLE)
+    bits = np.asarray(jax.random.bits(rng_key, (4,), jnp.uint32))
+    return random.Random(int.from_bytes(bits.astype("<u4").tobytes(), "little"))
+
+
+_NOT_TRACEABLE = (
+    "An integer mechanism's `release` runs exactly on the host and cannot be traced (jit / vmap); "
+    "to simulate releases inside a transformation use the distribution, `mechanism(T).sample(key)`."
+)
+
+
 class IntegerMechanism(Mechanism):
-    """A mechanism for integer statistics: the statistic is rounded and the release is an integer."""
+    """A mechanism for integer statistics whose release is ``T`` plus exact integer noise."""
+
+    #: Exact noise parameter(s) of :meth:`_exact_draw` (e.g. a ``Fraction``), scalar or object array.
+    _exact_params: object
+
+    @staticmethod
+    def _exact_draw(param, rng) -> int:
+        """One exact noise draw (a Python int) for parameter ``param`` from ``rng.randrange``."""
+        raise NotImplementedError
+
+    def log_density(self, release, statistic):
+        """Elementwise log pmf ``log η(release | T)``. Concrete integer-valued inputs (e.g. the
+        int64 output of :meth:`release`) are subtracted exactly on the host first, so a release at
+        T = 2⁶² gets the density of its residual, not of a float32 rounding of it.
+
+        >>> import dpjax
+        >>> m = dpjax.DiscreteLaplaceMechanism(epsilon=1.0)
+        >>> round(float(m.log_density(2**62 + 3, 2**62)), 4)
+        -3.7719
+        """
+        if not (_is_traced(release) or _is_traced(statistic)):
+            try:
+                r, t = exact.integer_array(release, "release"), exact.integer_array(statistic, "statistic")
+            except ValueError:  # not integers: the JAX path gives -inf off the support
+                pass
+            else:
+                residual = np.asarray(r, dtype=object) - np.asarray(t, dtype=object)
+                return self.log_noise_density(jnp.asarray(np.asarray(residual, dtype=float)))
+        return super().log_density(release, statistic)
 
     def release(self, rng_key, statistic):
-        statistic = jnp.asarray(statistic)
-        if statistic.dtype.kind == "f":
-            statistic = jnp.round(statistic)
-        return self.noise(statistic.astype(jnp.result_type(float))).sample(rng_key)
+        """Release ``statistic + noise`` with noise drawn *exactly* on the host (integer and
+        rational arithmetic, Canonne, Kamath & Steinke 2020; see :mod:`dpjax.mechanisms.exact`).
+
+        :param rng_key: ``None`` for a real publication: the noise then comes from the operating
+            system's CSPRNG (``secrets.SystemRandom``). A JAX key seeds a ``random.Random`` from
+            the key's bits: the same key gives the same release (reproducible simulation), but
+            anyone holding the key can recompute the noise, so never publish with one.
+        :param statistic: the confidential integer statistic: Python ints (any size), integer
+            arrays, or float arrays whose entries are exact integers (float32 holds integers
+            exactly only up to 2²⁴: pass large counts as integers). Anything else (a non-integer,
+            NaN or inf) raises ``ValueError``.
+        :returns: a NumPy ``int64`` array shaped like the statistic broadcast with the mechanism's
+            parameters (``object`` ints where a value exceeds int64). The sum is exact.
+
+        Runs in Python, not under ``jax.jit`` / ``jax.vmap``; to simulate releases inside a
+        transformation use the NumPyro distribution ``mechanism(T).sample(key)`` (float
+        arithmetic, simulation-grade only).
+
+        >>> import jax, dpjax
+        >>> mech = dpjax.DiscreteLaplaceMechanism(epsilon=1.0)
+        >>> s = mech.release(None, [123_456_789, 5])   # a real publication (CSPRNG noise)
+        >>> s.dtype, s.shape
+        (dtype('int64'), (2,))
+        >>> a = mech.release(jax.random.key(0), 10)   # a reproducible simulated release
+        >>> bool(a == mech.release(jax.random.key(0), 10))
+        True
+        """
+        check_key(rng_key, allow_none=True)
+        if _is_traced(statistic):
+            raise ValueError(_NOT_TRACEABLE)
+        values = exact.integer_array(statistic, "statistic")
+        params = np.asarray(self._exact_params, dtype=object)
+        try:
+            shape = np.broadcast_shapes(values.shape, params.shape)
+        except ValueError:
+            raise ValueError(
+                f"`statistic` has shape {values.shape}, which does not broadcast with the mechanism's "
+                f"parameter shape {params.shape}."
+            ) from None
+        rng, draw = _host_rng(rng_key), self._exact_draw
+        flat = np.broadcast_to(params, shape).ravel().tolist()
+        noise = [draw(p, rng) for p in flat]
+        return exact.add_integers(np.broadcast_to(values, shape), noise)

@@ -4,6 +4,7 @@ Gaussian mechanism of Canonne, Kamath & Steinke (2020), as used by the 2020 US C
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import jax.numpy as jnp
 import numpy as np
@@ -14,7 +15,8 @@ from numpyro.distributions.util import validate_sample
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
-from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, scalar_of
+from . import exact
+from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, positive_integer
 from .laplace import DiscreteLaplace
 
 __all__ = [
@@ -56,9 +58,17 @@ class GaussianMechanism(Mechanism):
     or ``rho`` (ρ-zCDP, ``σ = Δ₂ / sqrt(2ρ)``). ``sensitivity`` is the L2 sensitivity Δ₂; with
     ``sigma`` it is optional and only used to report ρ = Δ₂² / (2σ²).
 
+    Array-valued ``sigma``/``rho``/``sensitivity`` give each entry its own budget; the guarantee
+    then reports the per-entry ρ_i and the total Σ ρ_i (zCDP composition).
+
+    :meth:`release` only *simulates* a release (float noise is not DP, Mironov 2012): publish
+    integer statistics with :class:`DiscreteGaussianMechanism` and ``release(None, T)``.
+
     >>> import dpjax
     >>> dpjax.GaussianMechanism(rho=0.5, sensitivity=1.0).scale
     1.0
+    >>> print(dpjax.GaussianMechanism(sigma=[1.0, 2.0], sensitivity=1.0).guarantee)
+    ρ=0.625 (zCDP; per entry [0.5, 0.125])
     """
 
     def __init__(self, sigma=None, *, epsilon=None, delta=None, rho=None, sensitivity=None):
@@ -76,6 +86,10 @@ class GaussianMechanism(Mechanism):
         else:
             if delta is None:
                 raise ValueError("`delta` is required with `epsilon` (analytic Gaussian mechanism).")
+            if any(np.ndim(v) for v in (epsilon, delta, self.sensitivity)):
+                raise ValueError(
+                    "The analytic Gaussian mechanism needs scalar `epsilon`, `delta` and `sensitivity`."
+                )
             self.scale = analytic_gaussian_sigma(epsilon, delta, self.sensitivity)
             self._eps_delta = (float(epsilon), float(delta))
         if np.ndim(self.scale) == 0:
@@ -87,12 +101,11 @@ class GaussianMechanism(Mechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        rho = None
-        if self.sensitivity is not None:
-            rho = scalar_of(np.asarray(self.sensitivity) ** 2 / (2 * np.asarray(self.scale) ** 2))
-        if self._eps_delta:
-            return Guarantee(*self._eps_delta, rho=rho)
-        return Guarantee(rho=rho)
+        eps_delta = dict(zip(("epsilon", "delta"), self._eps_delta or ()))
+        if self.sensitivity is None:
+            return Guarantee(**eps_delta)
+        rho = np.asarray(self.sensitivity) ** 2 / (2 * np.asarray(self.scale) ** 2)
+        return Guarantee.composed("rho", rho, **eps_delta)
 
     def noise(self, loc):
         return dist.Normal(loc, self.scale)
@@ -130,6 +143,9 @@ class DiscreteGaussian(dist.Distribution):
         super().__init__(batch_shape=jnp.shape(loc), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Simulation-grade JAX sampler (traceable): the CKS rejection sampler in float32 with the
+        truncated :class:`DiscreteLaplace` proposal, so not exactly the discrete Gaussian. To
+        publish, use :meth:`DiscreteGaussianMechanism.release` with ``rng_key=None`` (exact)."""
         # Canonne–Kamath–Steinke rejection sampler from a discrete Laplace proposal
         shape = sample_shape + self.batch_shape
         sigma = self.sigma
@@ -153,7 +169,8 @@ class DiscreteGaussian(dist.Distribution):
 
     @validate_sample
     def log_prob(self, value):
-        return -((value - self.loc) ** 2) / (2 * self.sigma**2) - self._log_z
+        x = jnp.asarray(value - self.loc, dtype=jnp.result_type(float))  # no int32 overflow of x²
+        return -(x**2) / (2 * self.sigma**2) - self._log_z
 
     @property
     def mean(self):
@@ -164,7 +181,11 @@ class DiscreteGaussianMechanism(IntegerMechanism):
     """Discrete Gaussian mechanism for integer statistics (Canonne, Kamath & Steinke 2020):
     ``ρ``-zCDP with ``ρ = Δ₂² / (2σ²)``.
 
-    Give ``sigma``, or ``rho`` with the integer L2 sensitivity ``sensitivity`` (default 1).
+    Give ``sigma``, or ``rho`` with the integer L2 sensitivity ``sensitivity`` ≥ 1 (default 1).
+
+    ``release(None, T)`` publishes exactly: the noise is drawn in integer arithmetic from a
+    CSPRNG with the rational variance ``σ² = Fraction(sigma)**2`` (or ``Δ₂² / (2 ρ)`` exactly from
+    ``rho``), see :meth:`IntegerMechanism.release`.
 
     >>> import dpjax
     >>> dpjax.DiscreteGaussianMechanism(rho=0.5).guarantee.rho
@@ -174,13 +195,20 @@ class DiscreteGaussianMechanism(IntegerMechanism):
     def __init__(self, sigma=None, *, rho=None, sensitivity=1):
         if (sigma is None) == (rho is None):
             raise ValueError("Give exactly one of `sigma` or `rho`.")
-        self.sensitivity = positive("sensitivity", sensitivity)
+        self.sensitivity = positive_integer("sensitivity", sensitivity)
         if sigma is None:
-            sigma = self.sensitivity / math.sqrt(2 * positive("rho", rho))
+            rho = positive("rho", rho)
+            sigma = self.sensitivity / np.sqrt(2 * rho)
         self.scale = positive("sigma", sigma)
         if np.ndim(self.scale) != 0:
             raise ValueError("DiscreteGaussianMechanism needs a scalar `sigma`.")
+        if rho is None:
+            self._exact_params = Fraction(self.scale) ** 2
+        else:
+            self._exact_params = Fraction(self.sensitivity) ** 2 / (2 * Fraction(rho))
         self._log_z = _log_normalizer(self.scale)
+
+    _exact_draw = staticmethod(exact.discrete_gaussian)
 
     @property
     def sigma(self):
@@ -188,7 +216,7 @@ class DiscreteGaussianMechanism(IntegerMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(rho=self.sensitivity**2 / (2 * self.scale**2))
+        return Guarantee.composed("rho", np.asarray(self.sensitivity) ** 2 / (2 * self.scale**2))
 
     def noise(self, loc):
         return DiscreteGaussian(loc, self.scale)

@@ -3,6 +3,9 @@ geometric) mechanism, both pure ε-DP."""
 
 from __future__ import annotations
 
+import functools
+from fractions import Fraction
+
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
@@ -10,7 +13,8 @@ from jax import random
 from numpyro.distributions import constraints
 from numpyro.distributions.util import promote_shapes, validate_sample
 
-from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, scalar_of
+from . import exact
+from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, positive_integer
 
 __all__ = ["DiscreteLaplace", "DiscreteLaplaceMechanism", "LaplaceMechanism"]
 
@@ -35,20 +39,26 @@ class _LaplaceLike(Mechanism):
 
     @property
     def guarantee(self) -> Guarantee:
+        """ε = Δ₁ / b. With array-valued parameters: per-entry ε_i = Δ_i / b_i (Δ_i the
+        sensitivity of entry i) and the total Σ ε_i (basic composition; an upper bound whatever
+        the entries' joint sensitivity)."""
         if self.sensitivity is None:
             return Guarantee()
-        eps = np.asarray(self.sensitivity) / np.asarray(self.scale)
-        return Guarantee(epsilon=scalar_of(eps))
+        return Guarantee.composed("epsilon", np.asarray(self.sensitivity) / np.asarray(self.scale))
 
 
 class LaplaceMechanism(_LaplaceLike):
     """Laplace mechanism: ``release = T + Laplace(0, b)`` per entry, ``b = Δ₁ / ε``.
 
-    :param epsilon: privacy-loss budget ε > 0 of the whole (vector) release.
+    :param epsilon: privacy-loss budget ε > 0 of the whole (vector) release; an array gives each
+        entry its own budget (the guarantee then reports them and their sum).
     :param sensitivity: L1 sensitivity Δ₁ of the statistic (bounded or unbounded, as the curator
         declared it).
     :param scale: the Laplace scale ``b`` directly (then ε is reported only if ``sensitivity`` is
         also given).
+
+    :meth:`release` only *simulates* a release (float noise is not DP, Mironov 2012): publish
+    integer statistics with :class:`DiscreteLaplaceMechanism` and ``release(None, T)``.
 
     >>> import dpjax
     >>> m = dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=2.0)
@@ -80,6 +90,9 @@ class DiscreteLaplace(dist.Distribution):
         super().__init__(batch_shape=batch_shape, validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Simulation-grade JAX sampler (traceable): float32 exponentials truncate the support
+        (|k| ≤ ~16·scale) and round T above 2²⁴, so it is not exactly ε-DP. To publish, use
+        :meth:`DiscreteLaplaceMechanism.release` with ``rng_key=None`` (exact)."""
         # difference of two geometric counts: floor(scale·E) is Geometric(1 - e^{-1/scale})
         shape = sample_shape + self.batch_shape
         e = random.exponential(key, (2,) + shape)
@@ -106,8 +119,12 @@ class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
     ``P(noise = k) ∝ exp(-ε |k| / Δ₁)`` (Ghosh, Roughgarden & Sundararajan 2012).
 
     :param epsilon: privacy-loss budget ε > 0.
-    :param sensitivity: integer L1 sensitivity Δ₁ (default 1).
+    :param sensitivity: integer L1 sensitivity Δ₁ ≥ 1 (default 1).
     :param scale: ``Δ₁ / ε`` directly.
+
+    ``release(None, T)`` publishes exactly: the noise scale is the rational
+    ``Fraction(Δ₁) / Fraction(ε)`` (the floats as given, exactly) and the noise is drawn in
+    integer arithmetic from a CSPRNG (:meth:`IntegerMechanism.release`).
 
     >>> import dpjax
     >>> dpjax.DiscreteLaplaceMechanism(epsilon=1.0).scale
@@ -115,10 +132,30 @@ class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
     """
 
     def __init__(self, epsilon=None, sensitivity=1, *, scale=None):
+        if scale is None and sensitivity is not None:
+            sensitivity = positive_integer("sensitivity", sensitivity)
         super().__init__(epsilon, sensitivity if scale is None else None, scale=scale)
+        self._exact_inputs = (scale, None) if scale is not None else (sensitivity, epsilon)
+
+    @functools.cached_property
+    def _exact_params(self):
+        """The exact rational scale(s): ``Fraction(scale)`` or ``Fraction(Δ₁) / Fraction(ε)``."""
+        num, eps = self._exact_inputs
+        num = _fractions(positive("scale", num))
+        return num if eps is None else num / _fractions(positive("epsilon", eps))
+
+    _exact_draw = staticmethod(exact.discrete_laplace)
 
     def noise(self, loc):
         return DiscreteLaplace(loc, self.scale)
 
     def _max_log_density_per_entry(self):
         return np.log(np.tanh(0.5 / np.asarray(self.scale)))
+
+
+def _fractions(x):
+    """Exact fractions of a float scalar or array (an ``object`` array for arrays)."""
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0:
+        return Fraction(float(arr))
+    return np.array([Fraction(v) for v in arr.ravel().tolist()], dtype=object).reshape(arr.shape)
