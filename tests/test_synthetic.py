@@ -6,25 +6,32 @@ from math import comb, factorial
 
 import jax
 import numpy as np
+import numpyro.distributions as dist
 import pytest
 from scipy import stats
 
 from dpjax.synthetic import (
     Partition,
+    admissible_theta,
     delta_tilde,
+    density_ratios,
     dirichlet_multinomial,
     discovery_probability,
     empirical_bayes_theta,
     log_eppf,
     log_factorial_coefficients,
     log_predictive_density,
+    max_release_size,
     negative_sigma_epsilon,
     new_values_law,
     partition,
     perturbed_histogram,
+    posterior_predictive,
     predictive_release,
     sample_pitman_yor,
     smoothed_histogram,
+    summary,
+    wasserstein1,
 )
 
 DATA = Partition(np.array([0.1, 0.4, 0.7]), np.array([2, 3, 5]))
@@ -291,8 +298,6 @@ def test_same_key_same_release_and_vmap():
 
 
 def test_calibration_helpers():
-    from dpjax.synthetic import admissible_theta, max_release_size
-
     x = np.repeat([0.1, 0.3, 0.5, 0.7], [40, 30, 20, 10])
     # σ < 0: Proposition 4.1 in closed form, m < (e^ε − 1)(|σ| + min nᵢ − 1)
     m = max_release_size(jax.random.key(0), x, -1.0, 4.0, 1.0, 0.0)
@@ -304,3 +309,197 @@ def test_calibration_helpers():
     assert 1 <= m < 256 and upper(m) <= delta < upper(m + 1)
     ok, uppers = admissible_theta(key, x, 10, 0.0, 1.0, delta, [0.5, 1.0, 3.0], num_draws=2000)
     assert list(ok) == [0.5, 1.0] and uppers[2] > delta
+
+
+KEY = jax.random.key(0)
+X = np.repeat([0.1, 0.3, 0.5, 0.7], [40, 30, 20, 10])  # 4 values, each at least twice
+SIGMA_MSG = r"`sigma` must be a finite number in \(-inf, 1\)"
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: predictive_release(KEY, X, 50, 0.0, np.inf), "`theta` must be a finite number"),
+        (lambda: predictive_release(KEY, X, 50, 0.5, np.inf), "`theta` must be a finite number"),
+        (lambda: predictive_release(KEY, X, 50, -1.0, np.inf), "`theta` must be a finite number"),
+        (lambda: predictive_release(KEY, X, 50, 0.0, np.nan), "`theta`"),
+        (lambda: predictive_release(KEY, X, 50, np.nan, 1.0), SIGMA_MSG),
+        (lambda: predictive_release(KEY, X, 50, -np.inf, 1.0), SIGMA_MSG),
+        (lambda: predictive_release(KEY, X, 50, "0.5", 1.0), "`sigma`"),
+        (lambda: predictive_release(KEY, X, 50, -1e-300, 1e10), "integer z"),  # z = θ/|σ| = inf
+        (lambda: sample_pitman_yor(KEY, 10, 0.0, np.inf), "`theta` must be a finite number"),
+        (lambda: sample_pitman_yor(KEY, 10, np.nan, 1.0), SIGMA_MSG),
+        (lambda: log_predictive_density([0.1], X, 0.0, np.inf), "`theta` must be a finite number"),
+        (lambda: delta_tilde(KEY, X, 5, 0.0, np.inf, 1.0), "`theta` must be a finite number"),
+        (lambda: delta_tilde(KEY, X, 5, np.nan, 1.0, 1.0), SIGMA_MSG),
+        (lambda: max_release_size(KEY, X, np.nan, 1.0, 1.0, 0.1), SIGMA_MSG),
+        (lambda: max_release_size(KEY, X, -1.0, np.inf, 1.0, 0.1), "`theta` must be a finite number"),
+        (lambda: admissible_theta(KEY, X, 5, 0.0, 1.0, 0.1, [1.0, np.inf]), "`theta` must be a finite"),
+        (lambda: density_ratios(KEY, X, 5, 0.0, np.inf), "`theta` must be a finite number"),
+        (lambda: posterior_predictive(KEY, X, 5, 0.0, np.inf), "`theta` must be a finite number"),
+        (lambda: negative_sigma_epsilon(X, 5, -np.inf), "finite `sigma`"),
+        (lambda: log_eppf([2, 1], np.nan, 1.0), SIGMA_MSG),
+        (lambda: log_eppf([2, 1], 0.0, np.inf), "`theta` must be a finite number"),
+        (lambda: new_values_law(10, 3, 5, 0.5, np.inf), "`theta` must be a finite number"),
+        (lambda: discovery_probability(100, 10, 2, 0.5, np.inf), "`theta` must be a finite number"),
+        (lambda: empirical_bayes_theta(X, np.nan), "`sigma`"),
+    ],
+    ids=[
+        "predictive_release-0",
+        "predictive_release-1",
+        "predictive_release-2",
+        "predictive_release-3",
+        "predictive_release-4",
+        "predictive_release-5",
+        "predictive_release-6",
+        "predictive_release-7",
+        "sample_pitman_yor-8",
+        "sample_pitman_yor-9",
+        "log_predictive_density-10",
+        "delta_tilde-11",
+        "delta_tilde-12",
+        "max_release_size-13",
+        "max_release_size-14",
+        "admissible_theta-15",
+        "density_ratios-16",
+        "posterior_predictive-17",
+        "negative_sigma_epsilon-18",
+        "log_eppf-19",
+        "log_eppf-20",
+        "new_values_law-21",
+        "discovery_probability-22",
+        "empirical_bayes_theta-23",
+    ],
+)
+def test_non_finite_sigma_or_theta_is_a_value_error(call, match):
+    # θ → ∞ would make every record a fresh draw from H; before, θ = inf with σ = 0 released only
+    # old values, σ = −1 with θ = inf raised OverflowError, σ = NaN a message about σ < 0 and z = nan
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+BAD_RECORDS = [np.append(X, np.nan), np.append(X, np.inf), np.append(X, -np.inf)]
+
+
+@pytest.mark.parametrize("bad", BAD_RECORDS, ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: predictive_release(KEY, x, 5, 0.0, 1.0),
+        lambda x: predictive_release(
+            KEY, Partition(np.unique(x), np.full(np.unique(x).size, 2)), 5, 0.0, 1.0
+        ),
+        lambda x: partition(x),
+        lambda x: delta_tilde(KEY, np.repeat(x, 2), 5, 0.0, 1.0, 1.0),
+        lambda x: log_predictive_density([0.1], x, 0.0, 1.0),
+        lambda x: log_predictive_density(x, X, 0.0, 1.0),
+        lambda x: empirical_bayes_theta(x),
+        lambda x: negative_sigma_epsilon(np.repeat(x, 2), 5, -1.0),
+        lambda x: max_release_size(KEY, np.repeat(x, 2), -1.0, 5.0, 1.0, 0.1),
+        lambda x: density_ratios(KEY, x, 5, 0.0, 1.0, num_synthetic=2, num_neighbours=2),
+        lambda x: posterior_predictive(KEY, x, 5, 0.0, 1.0),
+        lambda x: perturbed_histogram(KEY, x, 5, 1.0),
+        lambda x: smoothed_histogram(KEY, x, 5, 1.0),
+        lambda x: dirichlet_multinomial(KEY, x, 5, 1.0),
+        lambda x: wasserstein1(x, X),
+        lambda x: summary(x),
+    ],
+    ids=[
+        "predictive_release",
+        "Partition",
+        "partition",
+        "delta_tilde",
+        "log_predictive_density-data",
+        "log_predictive_density-z",
+        "empirical_bayes_theta",
+        "negative_sigma_epsilon",
+        "max_release_size",
+        "density_ratios",
+        "posterior_predictive",
+        "perturbed_histogram",
+        "smoothed_histogram",
+        "dirichlet_multinomial",
+        "wasserstein1",
+        "summary",
+    ],
+)
+def test_non_finite_records_are_a_value_error(call, bad):
+    # before, a NaN record became a value of the partition and was released
+    with pytest.raises(ValueError, match="finite records"):
+        call(bad)
+
+
+def test_non_numeric_records_are_a_value_error():
+    with pytest.raises(ValueError, match="`data` must be a 1-d array of real numbers"):
+        predictive_release(KEY, np.array(["a", "b", "a"]), 5, 0.0, 1.0)
+    with pytest.raises(ValueError, match="`x` must be a 1-d array of real numbers"):
+        perturbed_histogram(KEY, np.array(["0.1", "0.2"]), 5, 1.0)
+
+
+def test_records_that_merge_in_float32_are_a_value_error():
+    x = np.array([0.1, 0.1 + 1e-12, 0.1, 0.4, 0.4])  # 3 distinct values in float64, 2 in float32
+    with jax.enable_x64(False):
+        for call in (
+            lambda: partition(x),
+            lambda: predictive_release(KEY, x, 5, 0.0, 1.0),
+            lambda: predictive_release(KEY, Partition(np.unique(x), np.full(3, 2)), 5, 0.0, 1.0),
+            lambda: delta_tilde(KEY, np.repeat(x, 2), 5, 0.0, 1.0, 1.0),
+        ):
+            with pytest.raises(ValueError, match=r"3 distinct values as float64 but only 2 as float32.*x64"):
+                call()
+        with pytest.raises(ValueError, match="too large for float32"):
+            partition(np.array([1e300, 1.0]))
+        with pytest.raises(ValueError, match="outside the range of int32"):
+            partition(np.array([2**40, 1], dtype=np.int64))
+        assert partition(np.round(x, 6)).counts.tolist() == [3, 2]  # the suggested fix
+    with jax.enable_x64(True):
+        assert partition(x).counts.tolist() == [2, 1, 2]
+
+
+def test_max_release_size_and_delta_tilde_validate_theta_and_epsilon():
+    with pytest.raises(ValueError, match="integer z"):  # θ = 0.7 is not z·|σ| for σ = −0.5
+        max_release_size(KEY, X, -0.5, 0.7, 1.0, 0.0)
+    with pytest.raises(ValueError, match="below the 4 observed values"):
+        max_release_size(KEY, X, -1.0, 2.0, 1.0, 0.0)
+    for eps in (np.nan, 0.0, -1.0, "1"):
+        with pytest.raises(ValueError, match="`epsilon`"):
+            max_release_size(KEY, X, -1.0, 4.0, eps, 0.0)
+    with pytest.raises(ValueError, match="`delta`"):
+        max_release_size(KEY, X, -1.0, 4.0, 1.0, np.nan)
+    assert max_release_size(KEY, X, -1.0, 4.0, np.inf, 0.0, m_max=77) == 77  # ε = ∞: any m, capped
+    for eps in (np.nan, [1.0, np.nan], [[1.0]], []):
+        with pytest.raises(ValueError, match="`epsilon`"):
+            delta_tilde(KEY, X, 5, 0.0, 1.0, eps)
+    assert delta_tilde(KEY, X, 5, 0.0, 1.0, [1.0, np.inf], num_draws=100).delta[1] == 0.0
+
+
+@pytest.mark.parametrize("n", [0, -3, 1.5, True, np.float64(2.0)])
+def test_sample_pitman_yor_needs_a_positive_int_n(n):
+    with pytest.raises(ValueError, match="`n` must be a positive int"):
+        sample_pitman_yor(KEY, n, 0.5, 1.0)
+
+
+def test_base_must_be_a_scalar_numpyro_distribution():
+    for call in (
+        lambda base: predictive_release(KEY, X, 5, 0.0, 1.0, base=base),
+        lambda base: sample_pitman_yor(KEY, 5, 0.0, 1.0, base=base),
+        lambda base: log_predictive_density([0.2], X, 0.0, 1.0, base=base),
+        lambda base: density_ratios(KEY, X, 5, 0.0, 1.0, base=base),
+    ):
+        with pytest.raises(ValueError, match="`base` must be a numpyro Distribution"):
+            call("uniform")
+        with pytest.raises(ValueError, match="scalar records"):
+            call(dist.Normal(np.zeros(2), 1.0))
+    out = predictive_release(KEY, X, 50, 0.0, 1e30, base=dist.Normal(0.0, 1.0))
+    assert int(out.num_new) == 50  # large finite θ: every record new, drawn from H
+
+
+def test_baselines_document_that_they_are_simulation_only():
+    import dpjax.synthetic.baselines as baselines
+
+    assert "Mironov" in baselines.__doc__ and "not for publishing" in baselines.__doc__.lower().replace(
+        "\n", " "
+    )
+    for mech in (perturbed_histogram, smoothed_histogram, dirichlet_multinomial):
+        doc = " ".join(mech.__doc__.split())
+        assert "Simulation-only" in doc and "not for publishing" in doc, mech.__name__

@@ -7,6 +7,14 @@ m synthetic records with that parameter.
 - perturbed histogram: counts + Laplace noise of variance 8/ε² (scale 2/ε), clipped at 0;
 - Dirichlet–multinomial (Machanavajjhala et al.) over the observed values: αⱼ + Cⱼ ≥ m/(e^ε − 1),
   αⱼ = max(α_min, m/(e^ε − 1) − Cⱼ).
+
+**Simulation-only comparisons, not for publishing real data.** These functions draw their noise
+(Laplace, uniform, Dirichlet, categorical) in floating point with JAX's samplers. A floating-point
+implementation of a mechanism that is ε-DP over the reals is in general *not* ε-DP: the set of
+outputs it can produce depends on the data, so some outputs identify the input (Mironov, "On
+significance of the least significant bits for differential privacy", CCS 2012). They exist to
+compare the utility of the Pitman–Yor release with the histogram mechanisms in simulations, as the
+seed does; a real release needs an implementation with exact (e.g. discrete or snapping) noise.
 """
 
 from __future__ import annotations
@@ -17,22 +25,25 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 
+from .pitman_yor import _check_records, _positive_int, _real
+
 __all__ = ["BaselineRelease", "dirichlet_multinomial", "perturbed_histogram", "smoothed_histogram"]
 
 
 class BaselineRelease(NamedTuple):
-    """``values`` (m synthetic records) and the mechanism's calibrated ``parameter``."""
+    """``values`` (m synthetic records) and the mechanism's calibrated ``parameter``. Simulation
+    output only: the noise is floating point, so it is not a DP release (see the module docstring)."""
 
     values: np.ndarray
     parameter: object
 
 
 def _check(x, m, epsilon, bins=None):
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 1 or x.size == 0 or x.min() < 0 or x.max() > 1:
+    x = _check_records(x, "x", canonical=False).astype(float)
+    if x.min() < 0 or x.max() > 1:
         raise ValueError("`x` must be a non-empty 1-d array of records in [0, 1] (rescale first).")
-    if not (isinstance(m, (int, np.integer)) and m > 0):
-        raise ValueError(f"`m` must be a positive int, got {m!r}.")
+    _positive_int(m, "m")
+    epsilon = _real(epsilon, "epsilon", "a number > 0")
     if not epsilon > 0:
         raise ValueError(f"`epsilon` must be > 0, got {epsilon!r}.")
     if bins is not None and not (isinstance(bins, (int, np.integer)) and bins > 0):
@@ -48,6 +59,7 @@ def _from_bins(key, probs, m, bins):
 
 def smoothed_histogram(rng_key, x, m: int, epsilon: float, bins: int = 10) -> BaselineRelease:
     """Smoothed histogram with the smallest smoothing s of condition (13); ``parameter`` is s.
+    Simulation-only comparison: floating-point noise, not for publishing (see the module docstring).
 
     >>> import jax, numpy as np
     >>> out = smoothed_histogram(jax.random.key(0), np.linspace(0, 1, 39374), 5000, 4.2)
@@ -62,7 +74,10 @@ def smoothed_histogram(rng_key, x, m: int, epsilon: float, bins: int = 10) -> Ba
 
 
 def perturbed_histogram(rng_key, x, m: int, epsilon: float, bins: int = 10) -> BaselineRelease:
-    """Histogram of Laplace-perturbed counts (variance 8/ε²); ``parameter`` is the noise variance."""
+    """Histogram of Laplace-perturbed counts (variance 8/ε²); ``parameter`` is the noise variance.
+
+    Simulation-only comparison, not for publishing: the Laplace noise is drawn in floating point,
+    which is not ε-DP (Mironov 2012; see the module docstring)."""
     x = _check(x, m, epsilon, bins)
     k_noise, k_draw = random.split(rng_key)
     counts = np.bincount(np.minimum((x * bins).astype(int), bins - 1), minlength=bins)
@@ -73,7 +88,8 @@ def perturbed_histogram(rng_key, x, m: int, epsilon: float, bins: int = 10) -> B
 
 def dirichlet_multinomial(rng_key, x, m: int, epsilon: float, alpha_min: float = 1e-4) -> BaselineRelease:
     """Dirichlet–multinomial over the observed values with the smallest admissible prior;
-    ``parameter`` is the vector α."""
+    ``parameter`` is the vector α. Simulation-only comparison: floating-point sampling, not for
+    publishing (see the module docstring)."""
     x = _check(x, m, epsilon)
     values, counts = np.unique(x, return_counts=True)
     alpha = np.maximum(alpha_min, m / np.expm1(epsilon) - counts)

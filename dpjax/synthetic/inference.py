@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import gammaln, logsumexp
 
-from .pitman_yor import _as_partition, check_pitman_yor, predictive_release
+from .pitman_yor import _as_partition, _positive_int, _real, check_pitman_yor, predictive_release
 
 __all__ = [
     "discovery_probability",
@@ -29,6 +29,12 @@ __all__ = [
 ]
 
 
+def _nonnegative_int(value, name):
+    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, (int, np.integer)) and value >= 0):
+        raise ValueError(f"`{name}` must be a non-negative int, got {value!r}.")
+    return int(value)
+
+
 def log_eppf(counts, sigma: float, theta: float) -> float:
     """log p_k⁽ⁿ⁾(n₁, …, n_k) of PY(σ, θ), eq. (9).
 
@@ -36,6 +42,13 @@ def log_eppf(counts, sigma: float, theta: float) -> float:
     -0.693147
     """
     counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 1 or counts.size == 0 or not np.all(np.isfinite(counts)) or np.any(counts < 1):
+        raise ValueError(f"`counts` must be a non-empty 1-d array of positive counts, got {counts!r}.")
+    check_pitman_yor(sigma, theta, counts.size)
+    return _log_eppf(counts, sigma, theta)
+
+
+def _log_eppf(counts, sigma, theta):
     k, n = counts.size, counts.sum()
     lp = np.sum(np.log(theta + sigma * np.arange(1, k)))
     lp -= gammaln(theta + n) - gammaln(theta + 1)
@@ -48,11 +61,14 @@ def empirical_bayes_theta(data, sigma: float = 0.0, bounds=(1e-6, 1e6)) -> float
     >>> round(empirical_bayes_theta([0.1] * 5 + [0.2] * 3 + [0.3, 0.4]), 3)
     1.956
     """
-    counts = _as_partition(data).counts
+    counts = _as_partition(data).counts.astype(float)
+    sigma = _real(sigma, "sigma", "a number in [0, 1)")
     if not 0 <= sigma < 1:
         raise ValueError(f"`sigma` must be in [0, 1), got {sigma}.")
+    if np.ndim(bounds) != 1 or np.size(bounds) != 2 or not 0 < float(bounds[0]) < float(bounds[1]) < np.inf:
+        raise ValueError(f"`bounds` must be a pair 0 < low < high < inf, got {bounds!r}.")
     res = minimize_scalar(
-        lambda t: -log_eppf(counts, sigma, np.exp(t)),
+        lambda t: -_log_eppf(counts, sigma, np.exp(t)),
         bounds=(np.log(max(bounds[0], 1e-12 - sigma)), np.log(bounds[1])),
         method="bounded",
         options={"xatol": 1e-10},
@@ -65,9 +81,11 @@ def log_factorial_coefficients(n: int, sigma: float, gamma=0.0, kmax: int | None
     ``gamma.shape + (kmax + 1,)``); −inf where the coefficient is 0. Needs σ ∈ (0, 1) and γ ≤ 0.
     Row n + 1 at k uses row n at k and k − 1 only, so truncating at kmax is exact: O(n · kmax)."""
     gamma = np.asarray(gamma, dtype=float)
+    n = _nonnegative_int(n, "n")
+    sigma = _real(sigma, "sigma", "a number in (0, 1)")
     if not 0 < sigma < 1:
         raise ValueError(f"`sigma` must be in (0, 1), got {sigma}.")
-    if np.any(gamma > 0):
+    if not np.all(gamma <= 0):  # also rejects NaN
         raise ValueError("`gamma` must be <= 0 (then every term of the recursion is positive).")
     kmax = n if kmax is None else min(int(kmax), n)
     log_c = np.full(gamma.shape + (kmax + 1,), -np.inf)
@@ -87,7 +105,10 @@ def log_factorial_coefficients(n: int, sigma: float, gamma=0.0, kmax: int | None
 def new_values_law(n: int, j: int, m: int, sigma: float, theta: float) -> np.ndarray:
     """P[K_m⁽ⁿ⁾ = k | K_n = j], k = 0…m (Lijoi et al., 2007): the law of the number of new values in
     m predictive draws given j values among n records; σ ∈ (0, 1)."""
-    check_pitman_yor(sigma, theta)
+    n, j, m = _positive_int(n, "n"), _positive_int(j, "j"), _positive_int(m, "m")
+    if j > n:
+        raise ValueError(f"`j` (values among the n records) must be <= n, got j={j}, n={n}.")
+    check_pitman_yor(sigma, theta, j)
     k = np.arange(m + 1)
     log_c = log_factorial_coefficients(m, sigma, -n + j * sigma)
     log_prod = np.concatenate([[0.0], np.cumsum(np.log(theta + sigma * np.arange(j, j + m)))])  # Π_{i<j+k}
@@ -103,9 +124,10 @@ def discovery_probability(n: int, m: int, k: int, sigma: float, theta: float) ->
     >>> round(discovery_probability(n=500, m=100, k=5, sigma=0.5, theta=3.0), 4)
     0.0638
     """
-    if not 0 < sigma < 1:
-        raise ValueError(f"`sigma` must be in (0, 1) for the discovery-probability estimator, got {sigma}.")
     check_pitman_yor(sigma, theta)
+    if not 0 < float(sigma) < 1:
+        raise ValueError(f"`sigma` must be in (0, 1) for the discovery-probability estimator, got {sigma}.")
+    n, m, k = _positive_int(n, "n"), _positive_int(m, "m"), _nonnegative_int(k, "k")
     if not (0 <= k <= m and n > 0 and m > 0):
         raise ValueError(f"need n > 0, m > 0 and 0 <= k <= m; got n={n}, m={m}, k={k}.")
     a = theta / sigma + 1
@@ -139,4 +161,5 @@ def posterior_predictive(rng_key, released, num_samples: int, sigma: float, thet
     """Draws from the posterior predictive of PY(σ, θ, H) given the *released* records only: by
     exchangeability (§6.1) it equals the predictive given the confidential data and the release,
     with the confidential data integrated out."""
+    released = _as_partition(released, "released")
     return predictive_release(rng_key, released, num_samples, sigma, theta, base).values

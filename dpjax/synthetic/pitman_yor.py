@@ -58,25 +58,89 @@ def partition(x) -> Partition:
     >>> partition([0.2, 0.5, 0.2]).counts
     array([2, 1])
     """
-    x = np.asarray(x)
-    if x.ndim != 1 or x.size == 0:
-        raise ValueError(f"`x` must be a non-empty 1-d array of records, got shape {x.shape}.")
-    values, counts = np.unique(_canonical(x), return_counts=True)
+    values, counts = np.unique(_check_records(x, "x"), return_counts=True)
     return Partition(values, counts)
+
+
+def _check_records(x, name="x", *, canonical=True) -> np.ndarray:
+    """``x`` as a non-empty 1-d array of finite real records, in JAX's default dtype when
+    ``canonical`` (float32/int32 unless x64 is on). Raises ``ValueError`` naming ``name`` for
+    non-numeric, NaN or infinite records, and for records that are distinct as given but would
+    merge (or overflow) in the default dtype: the partition, and so the privacy accounting, would
+    silently differ from the data."""
+    try:
+        x = np.asarray(x)
+    except (TypeError, ValueError) as err:  # ragged input
+        raise ValueError(f"`{name}` must be a non-empty 1-d array of real numbers ({err}).") from None
+    if not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating) or x.dtype == bool):
+        raise ValueError(f"`{name}` must be a 1-d array of real numbers, got dtype {x.dtype}.")
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"`{name}` must be a non-empty 1-d array of records, got shape {x.shape}.")
+    bad = ~np.isfinite(x)
+    if np.any(bad):
+        raise ValueError(
+            f"`{name}` must hold finite records; {int(bad.sum())} are NaN or infinite "
+            f"(first at index {int(np.argmax(bad))}). Drop or impute them before releasing."
+        )
+    if not canonical:
+        return x
+    dtype = jax.dtypes.canonicalize_dtype(x.dtype)
+    if dtype == x.dtype:
+        return x
+    if np.issubdtype(x.dtype, np.integer) and (
+        x.min() < np.iinfo(dtype).min or x.max() > np.iinfo(dtype).max
+    ):
+        raise ValueError(
+            f"`{name}` has integer records outside the range of {dtype} (JAX's default with x64 off). "
+            "Enable x64 (jax.config.update('jax_enable_x64', True)) or recode the values."
+        )
+    with np.errstate(over="ignore"):
+        y = x.astype(dtype)
+    if not np.all(np.isfinite(y)):
+        raise ValueError(
+            f"`{name}` has records too large for {dtype} (JAX's default with x64 off). Enable x64 "
+            "(jax.config.update('jax_enable_x64', True)) or rescale the data."
+        )
+    k_given, k_cast = np.unique(x).size, np.unique(y).size
+    if k_cast != k_given:
+        raise ValueError(
+            f"`{name}` has {k_given} distinct values as {x.dtype} but only {k_cast} as {dtype} "
+            "(JAX's default with x64 off): distinct records would merge into one value of the "
+            "partition. Enable x64 (jax.config.update('jax_enable_x64', True)) or round the data "
+            "first (e.g. np.round(x, 6))."
+        )
+    return y
+
+
+def _real(value, name, what):
+    """``float(value)`` for a real scalar, else ``ValueError`` saying it must be ``what``."""
+    if isinstance(value, (str, bytes)) or np.ndim(value) != 0:
+        raise ValueError(f"`{name}` must be {what}, got {value!r}.")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"`{name}` must be {what}, got {value!r}.") from None
 
 
 def check_pitman_yor(sigma, theta, num_values=None):
     """Raise ``ValueError`` unless (σ, θ) is a valid PY pair: σ ∈ [0, 1) and θ > −σ, or σ < 0 and
-    θ = z|σ| for an integer z ≥ 1 (at least the ``num_values`` already observed)."""
-    sigma, theta = float(sigma), float(theta)
-    if sigma >= 1:
-        raise ValueError(f"`sigma` must be < 1, got {sigma}.")
+    θ = z|σ| for an integer z ≥ 1 (at least the ``num_values`` already observed). Both must be
+    finite numbers (θ → ∞, every record a fresh draw from H, is not supported)."""
+    sigma = _real(sigma, "sigma", "a finite number in (-inf, 1)")
+    theta = _real(theta, "theta", "a finite number")
+    if not (np.isfinite(sigma) and sigma < 1):
+        raise ValueError(f"`sigma` must be a finite number in (-inf, 1), got {sigma}.")
+    if not np.isfinite(theta):
+        raise ValueError(
+            f"`theta` must be a finite number, got {theta} (theta -> inf makes every record a fresh draw "
+            "from the base H; use a large finite theta, or sample from H directly)."
+        )
     if sigma >= 0:
         if not theta > -sigma:
             raise ValueError(f"`theta` must be > -sigma = {-sigma} for sigma in [0, 1), got {theta}.")
         return
     z = theta / -sigma
-    if not (z >= 1 and abs(z - round(z)) < 1e-9):
+    if not (np.isfinite(z) and z >= 1 and abs(z - round(z)) < 1e-9):
         raise ValueError(f"with sigma < 0, `theta` must be z·|sigma| for an integer z >= 1; got z = {z:g}.")
     if num_values is not None and round(z) < num_values:
         raise ValueError(
@@ -84,23 +148,52 @@ def check_pitman_yor(sigma, theta, num_values=None):
         )
 
 
-def _canonical(values):
-    """Values in JAX's default dtype (float32 unless x64 is on), so that synthetic records, which
-    the compiled sampler returns in that dtype, compare equal to the observed values."""
-    values = np.asarray(values)
-    return values.astype(jax.dtypes.canonicalize_dtype(values.dtype))
+def _check_base(base):
+    """H: Uniform(0, 1) for ``None``, else a NumPyro distribution over scalar records."""
+    if base is None:
+        return dist.Uniform(0.0, 1.0)
+    if not isinstance(base, dist.Distribution):
+        raise ValueError(
+            "`base` must be a numpyro Distribution (the base measure H), "
+            f"got {type(base).__name__}: {base!r}."
+        )
+    if base.batch_shape != () or base.event_shape != ():
+        raise ValueError(
+            "`base` must be a numpyro Distribution over scalar records (batch_shape () and event_shape ()), "
+            f"got batch_shape {base.batch_shape} and event_shape {base.event_shape}."
+        )
+    return base
 
 
-def _as_partition(data) -> Partition:
+def _positive_int(value, name):
+    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, (int, np.integer)) and value > 0):
+        raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
+    return int(value)
+
+
+def _as_partition(data, name="data") -> Partition:
+    """``data`` (records, or a :class:`Partition`) as a validated partition in JAX's default dtype."""
     if isinstance(data, Partition):
         counts = np.asarray(data.counts)
-        if counts.ndim != 1 or counts.size == 0 or np.any(counts < 1) or np.any(counts != np.round(counts)):
+        if not (np.issubdtype(counts.dtype, np.integer) or np.issubdtype(counts.dtype, np.floating)):
+            raise ValueError(
+                f"`data.counts` must be a non-empty 1-d array of positive integers, got {counts!r}."
+            )
+        if (
+            counts.ndim != 1
+            or counts.size == 0
+            or not np.all(np.isfinite(counts))
+            or np.any(counts < 1)
+            or np.any(counts != np.round(counts))
+        ):
             raise ValueError("`data.counts` must be a non-empty 1-d array of positive integers.")
-        values = _canonical(data.values)
-        if values.shape != counts.shape or np.unique(values).size != values.size:
+        given = _check_records(data.values, "data.values", canonical=False)
+        if given.shape != counts.shape or np.unique(given).size != given.size:
             raise ValueError("`data.values` must hold one distinct value per entry of `data.counts`.")
+        values = _check_records(given, "data.values")
         return Partition(values, counts.astype(np.int32))
-    return partition(data)
+    values, counts = np.unique(_check_records(data, name), return_counts=True)
+    return Partition(values, counts)
 
 
 def _urn(key, counts, num_records, m, sigma, theta):
@@ -163,8 +256,10 @@ def predictive_release(rng_key, data, m: int, sigma: float, theta: float, base=N
     confidential ``data`` (records, or a :class:`Partition`): Algorithm 1; ``released`` marks
     Algorithm 3's histogram-perturbation release (only already-observed values).
 
-    ``base`` is H, any NumPyro distribution (default Uniform(0, 1)). Compiled; ``jax.vmap`` over
-    keys (replicates) or over (σ, θ) grids of :func:`release_counts` for privacy work.
+    ``base`` is H, a NumPyro distribution over scalar records (default Uniform(0, 1)). Compiled;
+    ``jax.vmap`` over keys for replicates. The inputs are validated on the host first: records
+    must be finite real numbers that stay distinct in JAX's default dtype, σ a finite number < 1
+    and θ finite (see :func:`check_pitman_yor`); anything else is a ``ValueError``.
 
     >>> import jax
     >>> out = predictive_release(jax.random.key(0), [0.1, 0.1, 0.4, 0.4, 0.4], m=8, sigma=0.0, theta=1.0)
@@ -172,10 +267,9 @@ def predictive_release(rng_key, data, m: int, sigma: float, theta: float, base=N
     ((8,), 8)
     """
     data = _as_partition(data)
-    if not (isinstance(m, (int, np.integer)) and m > 0):
-        raise ValueError(f"`m` must be a positive int, got {m!r}.")
+    m = _positive_int(m, "m")
     check_pitman_yor(sigma, theta, len(data.counts))
-    base = dist.Uniform(0.0, 1.0) if base is None else base
+    base = _check_base(base)
     return _release(
         rng_key,
         jnp.asarray(data.values),
@@ -210,8 +304,9 @@ def sample_pitman_yor(rng_key, n: int, sigma: float, theta: float, base=None) ->
     >>> sample_pitman_yor(jax.random.key(0), 50, 0.5, 3.0).shape
     (50,)
     """
+    n = _positive_int(n, "n")
     check_pitman_yor(sigma, theta)
-    base = dist.Uniform(0.0, 1.0) if base is None else base
+    base = _check_base(base)
     k_first, k_rest = random.split(rng_key)
     first = base.sample(k_first, (1,))
     if n == 1:
@@ -233,10 +328,8 @@ def log_predictive_density(z, data, sigma: float, theta: float, base=None) -> fl
     """
     data = _as_partition(data)
     check_pitman_yor(sigma, theta, len(data.counts))
-    base = dist.Uniform(0.0, 1.0) if base is None else base
-    z = _canonical(z)
-    if z.ndim != 1 or z.size == 0:
-        raise ValueError(f"`z` must be a non-empty 1-d array of synthetic records, got shape {z.shape}.")
+    base = _check_base(base)
+    z = _check_records(z, "z")
     old = np.isin(z, data.values)
     s_old = np.array([np.sum(z == v) for v in data.values])
     new_values, s_new = np.unique(z[~old], return_counts=True)

@@ -19,7 +19,17 @@ import numpy as np
 from jax import random
 from scipy.stats import norm
 
-from .pitman_yor import _as_partition, _urn, check_pitman_yor, log_predictive_density, predictive_release
+from .pitman_yor import (
+    _as_partition,
+    _check_base,
+    _check_records,
+    _positive_int,
+    _real,
+    _urn,
+    check_pitman_yor,
+    log_predictive_density,
+    predictive_release,
+)
 
 __all__ = [
     "DeltaEstimate",
@@ -93,6 +103,17 @@ def _delta(key, counts, num_records, m, sigma, theta, epsilons, num_draws, densi
     return holds.reshape(num_draws, -1).sum(0)  # events held, per ε
 
 
+def _epsilons(epsilon) -> np.ndarray:
+    """``epsilon`` (a number or a 1-d grid) as a float32 array of values in (0, inf]."""
+    try:
+        eps = np.asarray(epsilon, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"`epsilon` must be a number > 0 or a 1-d grid of them, got {epsilon!r}.") from None
+    if eps.ndim > 1 or eps.size == 0 or not np.all(eps > 0):  # also rejects NaN
+        raise ValueError(f"`epsilon` must be > 0 (a number or a 1-d grid, no NaN), got {epsilon!r}.")
+    return np.atleast_1d(eps.astype(np.float32))
+
+
 def _bucket(size: int) -> int:
     """Next power of two (at least 16): datasets of similar size reuse one compilation."""
     return max(16, 1 << (int(size) - 1).bit_length())
@@ -124,15 +145,14 @@ def delta_tilde(
     data = _as_partition(data)
     check_pitman_yor(sigma, theta, len(data.counts))
     _check_counts(data.counts, sigma)
-    if not (isinstance(m, (int, np.integer)) and m > 0):
-        raise ValueError(f"`m` must be a positive int, got {m!r}.")
+    m = _positive_int(m, "m")
     if not (isinstance(num_draws, int) and num_draws >= 100 and num_draws % 100 == 0):
         raise ValueError(f"`num_draws` must be a positive multiple of 100, got {num_draws!r}.")
-    eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float32))
-    if np.any(eps <= 0):
-        raise ValueError(f"`epsilon` must be > 0, got {epsilon!r}.")
-    c1, c2 = map(float, density_bounds)
-    if not 0 < c1 <= c2:
+    eps = _epsilons(epsilon)
+    if np.ndim(density_bounds) != 1 or np.size(density_bounds) != 2:
+        raise ValueError(f"`density_bounds` must be a pair (C1, C2), got {density_bounds!r}.")
+    c1, c2 = (_real(c, "density_bounds", "a pair of numbers 0 < C1 <= C2") for c in density_bounds)
+    if not 0 < c1 <= c2 < np.inf:
         raise ValueError(f"`density_bounds` must be 0 < C1 <= C2, got {density_bounds!r}.")
     counts = np.zeros(_bucket(data.counts.size), np.int32)
     counts[: data.counts.size] = data.counts
@@ -162,20 +182,32 @@ def negative_sigma_epsilon(data, m: int, sigma: float) -> float:
     0.2877
     """
     data = _as_partition(data)
-    if not sigma < 0:
-        raise ValueError(f"Proposition 4.1 needs `sigma` < 0, got {sigma}.")
+    sigma = _real(sigma, "sigma", "a finite number < 0")
+    if not -np.inf < sigma < 0:
+        raise ValueError(f"Proposition 4.1 needs a finite `sigma` < 0, got {sigma}.")
     _check_counts(data.counts, 0.0)
-    if not (isinstance(m, (int, np.integer)) and m > 0):
-        raise ValueError(f"`m` must be a positive int, got {m!r}.")
+    m = _positive_int(m, "m")
     return float(np.log1p(m / (-sigma + data.counts.min() - 1)))
 
 
 def max_release_size(rng_key, data, sigma, theta, epsilon, delta, *, m_max=100_000, num_draws=10_000, **kw):
-    """The largest m whose δ̃(ε) upper error bar stays ≤ ``delta`` (bisection on m; δ̃ grows with
-    m), or 0 if even m = 1 fails. For σ < 0, Proposition 4.1's closed form (``delta`` unused)."""
+    """The largest m ≤ ``m_max`` whose δ̃(ε) upper error bar stays ≤ ``delta`` (bisection on m; δ̃
+    grows with m), or 0 if even m = 1 fails. For σ < 0 (θ = z|σ|, z ≥ the observed values),
+    Proposition 4.1's closed form, m < (e^ε − 1)(|σ| + min nᵢ − 1), capped at ``m_max`` (``delta``
+    unused)."""
     data = _as_partition(data)
+    check_pitman_yor(sigma, theta, len(data.counts))
+    epsilon = _real(epsilon, "epsilon", "a number > 0")
+    if not epsilon > 0:
+        raise ValueError(f"`epsilon` must be a number > 0, got {epsilon}.")
+    delta = _real(delta, "delta", "a number")
+    if np.isnan(delta):
+        raise ValueError(f"`delta` must be a number, got {delta}.")
+    m_max = _positive_int(m_max, "m_max")
     if sigma < 0:
-        return max(0, int(np.ceil((np.expm1(epsilon)) * (-sigma + data.counts.min() - 1))) - 1)
+        _check_counts(data.counts, 0.0)
+        bound = np.expm1(epsilon) * (-sigma + data.counts.min() - 1)
+        return int(min(m_max, max(0, np.ceil(bound) - 1)))
     ok = lambda m: (
         delta_tilde(rng_key, data, m, sigma, theta, epsilon, num_draws=num_draws, **kw).upper[0] <= delta
     )
@@ -194,6 +226,14 @@ def max_release_size(rng_key, data, sigma, theta, epsilon, delta, *, m_max=100_0
 def admissible_theta(rng_key, data, m, sigma, epsilon, delta, thetas, *, num_draws=10_000, **kw):
     """``(thetas, upper)``: the θ of the grid whose δ̃(ε) upper error bar is ≤ ``delta``, and the
     upper bars of the whole grid."""
+    data = _as_partition(data)
+    if np.ndim(epsilon) != 0:
+        raise ValueError(f"`epsilon` must be a single number > 0, got {epsilon!r}.")
+    thetas = np.atleast_1d(np.asarray(thetas))
+    if thetas.ndim != 1:
+        raise ValueError(f"`thetas` must be a 1-d grid of numbers, got shape {thetas.shape}.")
+    for t in thetas:  # the whole grid before any draw
+        check_pitman_yor(sigma, t, len(data.counts))
     uppers = np.array(
         [delta_tilde(rng_key, data, m, sigma, t, epsilon, num_draws=num_draws, **kw).upper[0] for t in thetas]
     )
@@ -206,10 +246,12 @@ def density_ratios(rng_key, x, m, sigma, theta, *, num_synthetic=100, num_neighb
     the last record of x by (t = 0) another value of x, (t = 1) a value of z, or (t = 2) a fresh
     draw from H, with t uniform on {0, 1, 2}. Returns ``(log_ratios, neighbour_types)``, both shaped
     (num_synthetic, num_neighbours)."""
-    import numpyro.distributions as dist
-
-    x = np.asarray(x)
-    base = dist.Uniform(0.0, 1.0) if base is None else base
+    x = _check_records(x, "x")
+    check_pitman_yor(sigma, theta)
+    m = _positive_int(m, "m")
+    num_synthetic = _positive_int(num_synthetic, "num_synthetic")
+    num_neighbours = _positive_int(num_neighbours, "num_neighbours")
+    base = _check_base(base)
     rng = np.random.default_rng(np.asarray(random.key_data(rng_key)))
     types = rng.integers(3, size=(num_synthetic, num_neighbours))
     ratios = np.empty(types.shape)
