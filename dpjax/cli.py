@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -114,8 +115,11 @@ def main(argv=None) -> int:
     d.add_argument("--out", default="dpjax_demo.png", help="where to save the plot")
     d.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
-    if args.epsilon <= 0 or args.n < 2 or args.num_samples < 10:
-        parser.error("need --epsilon > 0, --n >= 2 and --num-samples >= 10")
+    if not (math.isfinite(args.epsilon) and args.epsilon > 0) or args.n < 2 or args.num_samples < 10:
+        parser.error("need a finite --epsilon > 0, --n >= 2 and --num-samples >= 10")
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        parser.error(f"--out: the folder {folder} does not exist")
     demo(args.epsilon, args.n, args.seed, args.out, args.num_samples, progress=not args.no_progress)
     return 0
 

@@ -20,12 +20,20 @@ INFER_KEY = "dpjax"
 
 
 class PrivatizedInfo(NamedTuple):
-    """What engines read from a privatized site's ``infer["dpjax"]``."""
+    """What engines read from a privatized site's ``infer["dpjax"]``. ``record_values`` are the
+    values passed as ``records=``, checked against the record sites' own values by
+    :func:`site_roles` (engines re-read the sites, so a transformed value would change the model)."""
 
     mechanism: Mechanism
     statistic: Callable
     plate: str
     record_sites: tuple[str, ...]
+    record_values: tuple = ()
+
+
+def concrete(*values) -> bool:
+    """Whether every value is a concrete array (not a JAX tracer), so it can be checked on the host."""
+    return not any(isinstance(v, jax.core.Tracer) for v in jax.tree.leaves(values))
 
 
 def record_statistics(statistic, records):
@@ -36,6 +44,64 @@ def record_statistics(statistic, records):
             f"`statistic` must return one array per record (e.g. jnp.stack([...])), got {type(out).__name__}."
         )
     return out.astype(jnp.result_type(float))
+
+
+def _is_integer_mechanism(mechanism) -> bool:
+    from .mechanisms.base import IntegerMechanism
+
+    return isinstance(mechanism, IntegerMechanism)
+
+
+def _check_release(name, mechanism, per_record, total, obs):
+    """Host-side checks of a concrete release and statistic that would otherwise give a silently
+    wrong posterior: non-integer values for an integer mechanism, magnitudes the working float type
+    cannot carry at the mechanism's noise scale, and noise scales outside its range."""
+    dtype = np.dtype(total.dtype)
+    t = np.asarray(per_record, dtype=float)
+    values = {"the release `obs`": np.asarray(obs, float)} if obs is not None else {}
+    if _is_integer_mechanism(mechanism):
+        values["the statistic T = Σ t(record)"] = t
+        for what, v in values.items():
+            if not np.all(v == np.round(v)):
+                raise ValueError(
+                    f"privatized site {name!r}: {what} has non-integer entries, but "
+                    f"{type(mechanism).__name__} releases integers (T + integer noise); round or "
+                    "scale the statistic inside `statistic`, or use a continuous mechanism."
+                )
+    # integer values are carried exactly while every partial sum of T stays below 2**24 in float32;
+    # otherwise T and the release are rounded, and that error must be small against the noise
+    integers = all(np.all(v == np.round(v)) for v in (t, *values.values()))
+    release = np.abs(values.get("the release `obs`", 0.0))
+    total_size = np.sum(np.abs(t), axis=0) if integers else np.abs(np.sum(t, axis=0))
+    magnitude = float(max(np.max(total_size, initial=0.0), np.max(release, initial=0.0)))
+    if dtype == np.float32 and magnitude > 0:
+        spacing = float(np.spacing(np.float32(magnitude)))
+        scale = float(np.min(np.asarray(mechanism.scale, float)))
+        exact = _is_integer_mechanism(mechanism)
+        carried = integers and magnitude < 2.0**24
+        if not carried and (exact or spacing > scale / 100):
+            need = (
+                "exact integers (float32 holds them only up to 2**24 = 16 777 216)"
+                if exact
+                else f"a spacing below 1/100 of the noise scale {scale:g}"
+            )
+            raise ValueError(
+                f"privatized site {name!r}: the release or the statistic reaches {magnitude:.10g}, where "
+                f"float32 (JAX's default) has spacing {spacing:g}, but this release needs {need}. "
+                "Enable 64-bit floats before building the model: jax.config.update('jax_enable_x64', "
+                "True) (or JAX_ENABLE_X64=1), or centre the statistic by a public offset."
+            )
+    scale = np.asarray(mechanism.scale, float)
+    # the density must stay finite at residuals from 0 up to the largest one an imputation can reach
+    probe = np.stack([np.zeros_like(scale), np.maximum(np.round(scale), 1.0), np.full_like(scale, 1.0)])
+    probe[2] = np.round(2 * magnitude) + 1.0
+    with np.errstate(all="ignore"), jax.ensure_compile_time_eval():  # concrete even inside a jit trace
+        finite = np.all(np.isfinite(np.asarray(mechanism.log_noise_density(jnp.asarray(probe, dtype)))))
+    if not finite:
+        raise ValueError(
+            f"privatized site {name!r}: the noise scale {mechanism.scale!r} is outside the range of "
+            f"{dtype.name} (its log density overflows); enable 64-bit floats or rescale the statistic."
+        )
 
 
 def privatized(
@@ -85,17 +151,28 @@ def privatized(
     sizes = {k: (jnp.shape(v)[0] if jnp.ndim(v) else None) for k, v in records.items()}
     if None in sizes.values() or len(set(sizes.values())) != 1:
         raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
-    total = jnp.sum(record_statistics(statistic, records), axis=0)
+    per_record = record_statistics(statistic, records)
+    total = jnp.sum(per_record, axis=0)
+    mech_shape = np.shape(mechanism.scale)
+    if np.broadcast_shapes(mech_shape, total.shape) != total.shape:
+        raise ValueError(
+            f"privatized site {name!r}: the mechanism's parameters have shape {mech_shape} but the "
+            f"statistic T = Σ t(record) has shape {total.shape}; give one ε (or scale) per entry of T."
+        )
+    raw_obs = obs
     if obs is not None:
+        if concrete(obs) and not np.all(np.isfinite(np.asarray(obs, dtype=float))):
+            raise ValueError(f"privatized site {name!r}: the release `obs` has NaN or inf entries.")
         obs = jnp.asarray(obs, dtype=total.dtype)
         if obs.shape != total.shape:
             raise ValueError(
                 f"privatized site {name!r}: the release `obs` has shape {obs.shape} but the "
                 f"statistic T = Σ t(record) has shape {total.shape}."
             )
-        if not isinstance(obs, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(obs))):
-            raise ValueError(f"privatized site {name!r}: the release `obs` has NaN or inf entries.")
-    info = PrivatizedInfo(mechanism, statistic, plate, tuple(records))
+    if concrete(per_record, raw_obs):
+        # check the value as given, before float32 rounding can hide a non-integer or a too-large release
+        _check_release(name, mechanism, per_record, total, None if raw_obs is None else np.asarray(raw_obs))
+    info = PrivatizedInfo(mechanism, statistic, plate, tuple(records), tuple(records.values()))
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})
 
 
@@ -148,6 +225,15 @@ def site_roles(tr) -> SiteRoles:
         if missing:
             raise ValueError(
                 f"privatized site {pname!r}: records {missing} are not sample sites inside plate {plate!r}."
+            )
+        derived = [k for k, v in zip(info.record_sites, info.record_values) if v is not in_plate[k]["value"]]
+        if derived:
+            k = derived[0]
+            raise ValueError(
+                f"privatized site {pname!r}: records[{k!r}] is not the value of sample site {k!r} "
+                f"(a transformed value such as 2 * {k} or jnp.clip({k}, ...)); every engine re-reads the "
+                f"site, so pass the site's own value, records={{{k!r}: {k}}}, and put the transformation "
+                f"in `statistic`, e.g. statistic=lambda r: 2 * r[{k!r}]."
             )
     latent_records = tuple(k for k, s in in_plate.items() if not s["is_observed"])
     if not latent_records:

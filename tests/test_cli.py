@@ -14,3 +14,16 @@ def test_demo_runs_and_saves_a_plot(tmp_path, capsys):
 def test_demo_rejects_bad_arguments():
     with pytest.raises(SystemExit):
         main(["demo", "--epsilon", "0"])
+
+
+@pytest.mark.parametrize("epsilon", ["nan", "inf"])
+def test_demo_rejects_non_finite_epsilon_before_running(epsilon, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--epsilon", epsilon])
+    assert info.value.code == 2 and "finite --epsilon" in capsys.readouterr().err
+
+
+def test_demo_checks_the_output_folder_before_running(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--out", str(tmp_path / "missing" / "x.png")])
+    assert info.value.code == 2 and "does not exist" in capsys.readouterr().err

@@ -7,12 +7,15 @@ records with proposals from the model itself and acceptance ratio η(s|T*) / η(
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
 from jax import random
 from numpyro import handlers
 from numpyro.distributions import biject_to
@@ -20,9 +23,16 @@ from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
 from numpyro.primitives import Messenger
 
-from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
-from .chains import PerChainKernel, records_hidden
-from .noncentred import init_nc_state, noise_supported, noncentred_moves
+from ..primitives import INFER_KEY, SiteRoles, concrete, record_statistics, simulate, site_roles
+from .chains import PerChainKernel, check_rng_key, first_key, records_hidden
+from .noncentred import (
+    AUTO_POISSON_RATE,
+    POISSON_RATE_LIMIT,
+    init_nc_state,
+    noise_supported,
+    noncentred_moves,
+    representable,
+)
 from .record_sweep import accept_records, record_sweep
 
 __all__ = ["DAState", "DataAugmentationKernel"]
@@ -39,6 +49,9 @@ class DAState(NamedTuple):
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
     - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
       the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
+    - **valid** – False once the chain has left the model's support (a release impossible under
+      the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
+      draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
     - **rng_key** – PRNG key for the next iteration.
     """
 
@@ -52,7 +65,14 @@ class DAState(NamedTuple):
     nc: Any
     nc_accept_rate: jax.Array
     nc_step_size: jax.Array
+    valid: jax.Array
     rng_key: jax.Array
+
+
+def _base(fn):
+    while isinstance(fn, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
+        fn = fn.base_dist
+    return fn
 
 
 class _MaskPrivatized(Messenger):
@@ -92,8 +112,11 @@ class DataAugmentationKernel(PerChainKernel):
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
 
     Extra fields for ``MCMC.run(..., extra_fields=...)`` and ArviZ: ``record_accept_rate``,
-    ``accept_prob``, ``diverging``, ``nc_accept_rate``, ``nc_step_size`` (collected by default when
-    they apply) and ``statistics``.
+    ``accept_prob``, ``diverging``, ``nc_accept_rate``, ``nc_step_size``, ``valid`` (collected by
+    default when they apply) and ``statistics``. Before any draws, ``init`` raises a ``ValueError``
+    for an impossible release, an improper prior, a discrete θ without ``theta_update``, or a
+    ``theta_update`` that leaves θ's support; under ``jit``/``vmap`` (where values are traced) the
+    ``valid`` flag reports those cases instead, and the chain's θ draws are NaN.
 
     **Example**
 
@@ -172,7 +195,7 @@ class DataAugmentationKernel(PerChainKernel):
 
     @property
     def default_fields(self):
-        fields = ("z", "record_accept_rate")
+        fields = ("z", "record_accept_rate", "valid")
         if self._inner is not None:
             fields += ("accept_prob", "diverging")
         return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
@@ -193,15 +216,33 @@ class DataAugmentationKernel(PerChainKernel):
         return lambda z: z  # z already holds constrained values
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        check_rng_key(rng_key)
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
+        # static structure and host-side checks, once, outside any vmap over chains
+        tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
+        self._spec = site_roles(tr)
+        self._check_model(tr, model_args, model_kwargs)
+        self._resolve_noncentred(tr, num_warmup)
+        for k, v in (init_params or {}).items():
+            inside = k not in self._supports or not concrete(v) or self._supports[k](jnp.asarray(v))
+            if not np.all(np.asarray(inside)):
+                raise ValueError(
+                    f"`init_params`: {k} = {np.asarray(v)!r} is outside the support {self._supports[k]}."
+                )
         init_one = partial(
             self._init_one,
-            num_warmup=num_warmup,
             init_params=init_params,
             model_args=model_args,
             model_kwargs=model_kwargs,
         )
-        return self._start(rng_key, init_one)
+        state = self._start(rng_key, init_one)
+        if concrete(state.valid) and not np.all(state.valid):
+            raise ValueError(
+                "The initial state has a non-finite log density: log η(s | T) of the release is -inf or "
+                "NaN at the initial imputed database, or θ is outside its support. Check the release "
+                "against the mechanism (an integer mechanism needs an integer release) and `init_params`."
+            )
+        return state
 
     # ---------------------------------------------------------------- internals
     def _simulate(self, rng_key, theta, model_args, model_kwargs):
@@ -228,12 +269,7 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _theta_step(self, rng_key, state, theta, public, model_args, model_kwargs):
         if self._inner is None:
-            new = self._theta_update(rng_key, {**public, **state.records}, theta)
-            if not isinstance(new, dict) or set(new) != set(self._spec.theta):
-                raise ValueError(
-                    f"`theta_update` must return a dict with keys {sorted(self._spec.theta)}, "
-                    f"got {sorted(new) if isinstance(new, dict) else type(new).__name__}."
-                )
+            new = self._check_theta_update(self._theta_update(rng_key, {**public, **state.records}, theta))
             new = {k: jnp.asarray(v, jnp.result_type(theta[k])) for k, v in new.items()}
             return new, (), jnp.array(1.0), jnp.array(False)
         kw = with_conditioning(model_kwargs, state.records)
@@ -242,11 +278,11 @@ class DataAugmentationKernel(PerChainKernel):
         new = self._inner.get_constrain_fn(model_args, kw)(hs.z)
         return {k: new[k] for k in self._spec.theta}, hs, hs.accept_prob, hs.diverging
 
-    def _init_one(self, rng_key, *, num_warmup, init_params, model_args, model_kwargs):
+    def _init_one(self, rng_key, *, init_params, model_args, model_kwargs):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
         tr = prototype_trace(self._model, key_trace, model_args, model_kwargs)
-        self._spec = spec = site_roles(tr)
-        self._resolve_noncentred(tr, num_warmup)
+        spec = self._spec
+        num_warmup = self._num_warmup
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
         theta_state = ()
@@ -269,6 +305,10 @@ class DataAugmentationKernel(PerChainKernel):
         public = {k: jnp.asarray(tr[k]["value"]) for k in spec.public_records}
         t_now = self._per_record({**public, **records})
         statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
+        log_eta = sum(
+            jnp.sum(info.mechanism.log_density(tr[n]["value"], statistics[n])) for n, info in spec.privatized
+        )
+        valid = jnp.isfinite(log_eta) & self._theta_ok(theta)
         one = jnp.array(1.0)
         nc = init_nc_state(theta, self._supports) if self._num_moves else ()
         step = jnp.exp(nc.log_step) if self._num_moves else jnp.array(0.0)
@@ -283,13 +323,76 @@ class DataAugmentationKernel(PerChainKernel):
             nc,
             jnp.array(0.0),
             step,
+            valid,
             key_next,
         )
+
+    def _check_model(self, tr, model_args, model_kwargs):
+        """Host-side checks that would otherwise give silently wrong draws."""
+        spec = self._spec
+        self._supports = {k: tr[k]["fn"].support for k in spec.theta}
+        improper = [k for k in spec.theta if isinstance(_base(tr[k]["fn"]), dist.ImproperUniform)]
+        if improper:
+            raise ValueError(
+                f"DataAugmentationKernel needs a proper prior; sites {improper} are improper. The likelihood "
+                "of a noisy release is bounded below, so an improper prior can give an improper posterior."
+            )
+        discrete = [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
+        if discrete and self._inner is not None:
+            raise ValueError(
+                f"θ sites {discrete} are discrete, which NUTS/HMC cannot update: pass "
+                "`theta_update=` (an exact conditional draw of θ given the records), or use "
+                "dpjax.infer.exact_abc."
+            )
+        if self._theta_update is not None and concrete([s["value"] for s in tr.values() if "value" in s]):
+            records = {k: tr[k]["value"] for k in spec.latent_records + spec.public_records}
+            theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
+            new = self._check_theta_update(self._theta_update(random.key(0), records, theta))
+            bad = [k for k in spec.theta if not np.all(np.asarray(self._supports[k](new[k])))]
+            if bad:
+                raise ValueError(
+                    f"`theta_update` returned values outside the support of sites {bad} (e.g. "
+                    f"{bad[0]} = {np.asarray(new[bad[0]])!r}, support {self._supports[bad[0]]})."
+                )
+
+    def _check_theta_update(self, new):
+        if not isinstance(new, dict) or set(new) != set(self._spec.theta):
+            raise ValueError(
+                f"`theta_update` must return a dict with keys {sorted(self._spec.theta)}, "
+                f"got {sorted(new) if isinstance(new, dict) else type(new).__name__}."
+            )
+        return new
+
+    def _theta_ok(self, theta):
+        """θ finite and inside its support."""
+        ok = jnp.array(True)
+        for k, v in theta.items():
+            ok = ok & jnp.all(self._supports[k](v))
+            if jnp.issubdtype(jnp.result_type(v), jnp.floating):
+                ok = ok & jnp.all(jnp.isfinite(v))
+        return ok
 
     def _resolve_noncentred(self, tr, num_warmup):
         spec = self._spec
         blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
         blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
+        dtype = jnp.result_type(float)
+        limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
+        costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
+        costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, limit))]
+        if self._noncentred == "auto" and costly and not blockers:
+            why = (
+                "their inverse-CDF noise map is inexact in float32 (enable 64-bit floats)"
+                if jnp.dtype(dtype) == jnp.float32
+                else "their inverse-CDF noise map is slow there (JAX's gammaincc)"
+            )
+            warnings.warn(
+                f"Non-centred θ-moves are off: record sites {costly} are Poisson with rates above {limit:g}, "
+                f"where {why}; plain data augmentation stays exact. Force the moves with "
+                "noncentred_moves=5: those that would need an inexact map are rejected.",
+                stacklevel=3,
+            )
+            blockers = costly
         if self._noncentred == "auto":
             self._num_moves = 0 if blockers else 5
         elif self._noncentred and blockers:
@@ -299,7 +402,6 @@ class DataAugmentationKernel(PerChainKernel):
             )
         else:
             self._num_moves = self._noncentred
-        self._supports = {k: tr[k]["fn"].support for k in spec.theta}
         self._num_warmup = num_warmup
 
     def _sample_one(self, state, model_args, model_kwargs):
@@ -339,8 +441,10 @@ class DataAugmentationKernel(PerChainKernel):
             if self._inner is not None:  # point the inner sampler at the moved θ
                 z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in spec.theta}
                 theta_state = theta_state._replace(z={**theta_state.z, **z})
+        valid = state.valid & jnp.isfinite(result.log_density) & self._theta_ok(theta)
+        nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
         return DAState(
-            self._z(theta, records),
+            self._z(jax.tree.map(nan, theta), records),
             records,
             statistics,
             theta_state,
@@ -350,5 +454,6 @@ class DataAugmentationKernel(PerChainKernel):
             nc,
             nc_rate,
             nc_step,
+            valid,
             key_next,
         )

@@ -23,11 +23,13 @@ class SweepResult(NamedTuple):
     """- **accepted** – bool ``(n,)``, which proposals replaced their record.
     - **residuals** – tuple of ``s - T`` per privatized site after the sweep.
     - **accept_rate** – mean Metropolis acceptance probability over the sweep (≥ e^{-ε} for a
-      pure ε-DP release, by the seed's Proposition 3.1)."""
+      pure ε-DP release, by the seed's Proposition 3.1).
+    - **log_density** – log η(s | T) after the sweep (non-finite: the chain left the support)."""
 
     accepted: jax.Array
     residuals: tuple
     accept_rate: jax.Array
+    log_density: jax.Array
 
 
 def record_sweep(
@@ -65,8 +67,9 @@ def record_sweep(
         return (res, jnp.where(accept, logp_star, logp)), (accept, log_alpha)
 
     log_u = jnp.log(random.uniform(rng_key, (n,)))
-    (residuals, _), (accepted, log_alpha) = lax.scan(step, (residuals, log_eta(residuals)), (deltas, log_u))
-    return SweepResult(accepted, residuals, jnp.mean(jnp.exp(jnp.minimum(log_alpha, 0.0))))
+    init = (residuals, log_eta(residuals))
+    (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u))
+    return SweepResult(accepted, residuals, jnp.mean(jnp.exp(jnp.minimum(log_alpha, 0.0))), logp)
 
 
 def accept_records(accepted, proposals: dict, records: dict) -> dict:
