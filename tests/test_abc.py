@@ -13,6 +13,7 @@ from dpjax.infer import abc_importance, exact_abc
 from dpjax.models import poisson_count
 
 EPS, S_DP = 0.2, 37.4
+MECH = dpjax.DiscreteLaplaceMechanism(epsilon=0.5)
 
 
 def exact_poisson(alpha, s_dp=S_DP):
@@ -148,3 +149,70 @@ def test_direct_simulator_of_the_statistic():
             num_samples=10,
             simulator=lambda key, params: {"wrong": params["p"]},
         )
+
+
+@pytest.mark.parametrize("bad", [0, -5, float("inf"), float("nan"), 1.5, True, "10"])
+def test_max_proposals_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="`max_proposals` must be a positive integer"):
+        exact_abc(jax.random.key(0), poisson_count, 25.0, jnp.array(S_DP), num_samples=10, max_proposals=bad)
+
+
+def test_huge_max_proposals_do_not_overflow():
+    out = exact_abc(
+        jax.random.key(0), poisson_count, 25.0, jnp.array(S_DP), num_samples=50, batch_size=1000,
+        max_proposals=10**30, progress_bar=False,
+    )  # fmt: skip
+    assert out.samples["theta"].shape == (50,)
+    from dpjax.infer.abc import _positive_whole
+
+    assert _positive_whole(1.5e9, "max_proposals") == 1_500_000_000 and _positive_whole(np.int64(7), "x") == 7
+
+
+def test_param_sites_and_models_without_theta_are_refused():
+    def with_param(release=None):
+        p = numpyro.param("p", 0.3, constraint=dist.constraints.unit_interval)
+        with numpyro.plate("people", 30):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("count", MECH, lambda r: r["x"], {"x": x}, plate="people", obs=release)
+
+    def no_theta(release=None):
+        with numpyro.plate("people", 30):
+            x = numpyro.sample("x", dist.Bernoulli(0.3))
+        dpjax.privatized("count", MECH, lambda r: r["x"], {"x": x}, plate="people", obs=release)
+
+    with pytest.raises(
+        ValueError, match=r"exact_abc needs a prior over every parameter.*\['p'\].*numpyro.param"
+    ):
+        exact_abc(jax.random.key(0), with_param, jnp.array(11.0), num_samples=10)
+    with pytest.raises(ValueError, match=r"abc_importance needs a prior over every parameter.*\['p'\]"):
+        abc_importance(jax.random.key(0), with_param, {}, jnp.array(11.0), num_samples=10)
+    with pytest.raises(
+        ValueError, match="exact_abc needs a prior over every parameter: the model has no latent"
+    ):
+        exact_abc(jax.random.key(0), no_theta, jnp.array(11.0), num_samples=10)
+
+
+def test_long_run_without_max_seconds_warns_and_the_cap_quoted_is_the_users(monkeypatch):
+    """The probe's default run (max_proposals = 10⁹, no max_seconds) would take ~45 min before failing;
+    with the threshold lowered, the same projection fires on a short run. The RuntimeError quotes the
+    cap the user set, not the whole batches it was rounded up to."""
+    from dpjax.infer import abc
+
+    monkeypatch.setattr(abc, "SLOW_RUN_SECONDS", 1e-3)
+    monkeypatch.setattr(abc, "RATE_WINDOW_SECONDS", 0.0)
+    with (
+        pytest.warns(abc.SlowABCWarning, match=r"projects to run .* Pass `max_seconds`"),
+        pytest.raises(RuntimeError, match=r"max_proposals=195,000 after 200,000 proposals \(made in batches"),
+    ):
+        exact_abc(
+            jax.random.key(0), poisson_count, 2.0, jnp.array(S_DP), num_samples=1000, batch_size=10_000,
+            max_proposals=195_000, progress_bar=False,
+        )  # fmt: skip
+
+
+def test_importance_weights_all_zero_is_an_error():
+    """A proposal outside the prior's support: every weight is zero (or NaN), which used to come
+    back as NaN weights and a NaN ESS."""
+    proposal = {"p": dist.Uniform(1.5, 2.0)}
+    with pytest.raises(ValueError, match="abc_importance: every importance weight is zero or NaN"):
+        abc_importance(jax.random.key(0), bernoulli_model, proposal, jnp.array(11.0), num_samples=100)

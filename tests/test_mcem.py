@@ -1,6 +1,7 @@
 """IS-MCEM: MLE and Louis's observed information against direct maximisation of the exact
 marginal likelihood and a finite-difference Hessian."""
 
+import warnings
 from functools import partial
 
 import jax
@@ -95,3 +96,53 @@ def test_bad_inputs():
         run(num_particles=(10,), tolerances=())
     with pytest.raises(ValueError, match="positive"):
         run(num_particles=(0,), tolerances=(1e-3,))
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"max_iterations": 0}, "max_iterations"),
+        ({"max_iterations": -3}, "max_iterations"),
+        ({"max_iterations": 2.5}, "max_iterations"),
+        ({"num_m_steps": 0}, "num_m_steps"),
+        ({"num_m_steps": 1.5}, "num_m_steps"),
+        ({"num_particles": (100.5,), "tolerances": (1e-3,)}, "num_particles"),
+        ({"num_particles": (10,), "tolerances": (float("nan"),)}, "tolerances"),
+    ],
+)
+def test_iteration_counts_and_stages_are_validated(kwargs, name):
+    """max_iterations=0 used to return the starting value as the 'MLE', with standard errors."""
+    with pytest.raises(ValueError, match=f"`{name}` must be"):
+        is_mcem(jax.random.key(0), poisson_count, {"theta": 1.0}, 25.0, jnp.array(S_DP), **kwargs)
+
+
+def beta_bernoulli(release=None):
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    with numpyro.plate("people", 30):
+        x = numpyro.sample("x", dist.Bernoulli(p))
+    dpjax.privatized(
+        "count", dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0), lambda r: r["x"], {"x": x},
+        plate="people", obs=release,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.2, float("nan")])
+def test_init_params_outside_the_support_name_the_site(bad):
+    with pytest.raises(ValueError, match=r"`init_params\['p'\]` = .* outside the support of site 'p'"):
+        is_mcem(jax.random.key(0), beta_bernoulli, {"p": bad}, jnp.array(11.0), progress_bar=False)
+
+
+def test_progress_bar_and_warning_when_a_stage_stops_at_max_iterations(capsys):
+    m_step = lambda recs, w: {"theta": w @ recs["s"][:, 0]}
+    run = partial(
+        is_mcem, jax.random.key(0), poisson_count, {"theta": 1.0}, 25.0, jnp.array(S_DP), m_step=m_step
+    )
+    with pytest.warns(dpjax.infer.mcem.ConvergenceWarning, match="final stage .* not converged") as rec:
+        out = run(num_particles=(500,), tolerances=(1e-9,), max_iterations=2)
+    assert len(out.history) == 3 and len(rec) == 1
+    err = capsys.readouterr().err
+    assert "MCEM stage 1/1, 500 particles" in err and "change" in err, err
+    with warnings.catch_warnings():  # converged: silent, and no bar when asked
+        warnings.simplefilter("error", dpjax.infer.mcem.ConvergenceWarning)
+        run(num_particles=(500,), tolerances=(1.0,), max_iterations=50, progress_bar=False)
+    assert capsys.readouterr().err == ""

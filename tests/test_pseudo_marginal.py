@@ -1,17 +1,24 @@
 """Pseudo-marginal ABC-MCMC against the exact posteriors by numerical summation (as exact ABC)."""
 
+import warnings
+
 import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
+import numpyro.distributions as dist
 import pytest
 from numpyro.infer import MCMC
 from scipy import stats
 from test_abc import S_DP, bernoulli_model, exact_bernoulli, exact_poisson
 
+import dpjax
 from dpjax.diagnostics import mcse_z
 from dpjax.infer import PseudoMarginalABC
 from dpjax.models import poisson_count
+
+MECH = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
 
 
 def run(model, *args, num_simulations=32, seed=0, num_samples=3000):
@@ -99,3 +106,114 @@ def test_public_data_that_depend_on_the_records():
     p = np.asarray(run(model, jnp.array(release), seed=4).get_samples(group_by_chain=True)["p"], float)
     z, ess = mcse_z(p, exact)
     assert abs(z) < 4 and ess > 400, (z, ess)
+
+
+def count_model(n, release=None, epsilon=1.0):
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        x = numpyro.sample("x", dist.Bernoulli(p))
+    mech = dpjax.LaplaceMechanism(epsilon=epsilon, sensitivity=1.0)
+    dpjax.privatized("count", mech, lambda r: r["x"], {"x": x}, plate="people", obs=release)
+
+
+def run_count(epsilon, release, num_samples=10):
+    """The probe's case (reliability.md, ranked failure 9): n = 50, 64 simulations, 2 vectorized chains."""
+    model = lambda n, release: count_model(n, release, epsilon)
+    mcmc = MCMC(
+        PseudoMarginalABC(model, 64),
+        num_warmup=500,
+        num_samples=num_samples,
+        num_chains=2,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
+    mcmc.run(jax.random.key(3), 50, jnp.array(release))
+    jax.effects_barrier()  # the end-of-warmup check is a jax.debug.callback
+    return mcmc
+
+
+def test_noisy_likelihood_estimate_warns_at_end_of_warmup_with_a_suggested_num_simulations():
+    """At ε = 10 one chain sticks at p ≈ 0.14 after a lucky overestimate (exact mean 0.308): the
+    pooled s.d. of its log-likelihood estimate is far above 1.2, so the kernel warns and suggests
+    more simulations; at ε = 1 the same run is well tuned and silent."""
+    import re
+
+    from dpjax.infer.pseudo_marginal import PseudoMarginalWarning
+
+    with pytest.warns(PseudoMarginalWarning, match=r"log-likelihood estimate .* num_simulations=") as rec:
+        mcmc = run_count(10.0, 14.957)
+    suggested = [
+        int(m.replace(",", "")) for m in re.findall(r"try num_simulations=([\d,]+)", str(rec[0].message))
+    ]
+    assert suggested and suggested[0] > 2 * 64, str(rec[0].message)
+    sd = np.asarray(mcmc.last_state.warmup_log_lik_sd)
+    assert sd.shape == (2,) and sd.max() > 2.5 and sd.min() < 1.5, sd  # the stuck chain is the noisy one
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    assert extra["log_lik_sd"].shape == (2, 10) and np.all(np.asarray(extra["log_lik_sd"]) <= 1.0 + 1e-5)
+    assert "log_lik_sd" in az.from_numpyro(mcmc).sample_stats
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PseudoMarginalWarning)
+        mcmc = run_count(1.0, 14.572)
+    assert np.all(np.asarray(mcmc.last_state.warmup_log_lik_sd) < 1.0)
+
+
+def test_log_lik_sd_is_the_delta_method_sd_of_the_log_mean():
+    from dpjax.infer.pseudo_marginal import _log_lik_sd, _pooled_sd
+
+    w = np.array([0.5, 2.0, 1e-3, 3.0, 0.7])
+    expected = np.sqrt(w.var(ddof=1) / (w.size * w.mean() ** 2))
+    for shift in (0.0, -500.0, 300.0):  # stable in log space
+        log_w = jnp.log(jnp.asarray(w)) + shift
+        assert float(_log_lik_sd(log_w)) == pytest.approx(expected, rel=1e-4)
+        s1, s2 = jax.scipy.special.logsumexp(log_w), jax.scipy.special.logsumexp(2 * log_w)
+        assert float(_pooled_sd(s1, s2, 5.0, 5)) == pytest.approx(expected, rel=1e-3)
+    assert float(_log_lik_sd(jnp.full(4, -jnp.inf))) == np.inf  # no simulation can give the release
+
+
+def test_progress_bar_shows_the_running_mean_acceptance():
+    kernel = PseudoMarginalABC(poisson_count, 16)
+    mcmc = MCMC(kernel, num_warmup=50, num_samples=200, progress_bar=False)
+    mcmc.run(jax.random.key(0), 25.0, jnp.array(S_DP))
+    mean = float(np.mean(np.asarray(mcmc.get_extra_fields()["accept_prob"])))
+    state = mcmc.last_state
+    assert float(state.mean_accept_prob) == pytest.approx(mean, rel=1e-3)  # restarted after warmup
+    text = kernel.get_diagnostics_str(state)
+    assert f"acc. prob {mean:.2f}" in text and "log-lik sd" in text, text
+
+
+def test_clear_errors_for_discrete_theta_param_sites_improper_priors_and_init_params():
+    def discrete(release=None):
+        k = numpyro.sample("k", dist.Categorical(jnp.array([0.5, 0.5])))
+        with numpyro.plate("rows", 5):
+            x = numpyro.sample("x", dist.Bernoulli(0.2 + 0.5 * k))
+        dpjax.privatized("count", MECH, lambda r: r["x"], {"x": x}, plate="rows", obs=release)
+
+    def with_param(release=None):
+        p = numpyro.param("p", 0.3, constraint=dist.constraints.unit_interval)
+        with numpyro.plate("rows", 5):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("count", MECH, lambda r: r["x"], {"x": x}, plate="rows", obs=release)
+
+    def improper(release=None):
+        mu = numpyro.sample("mu", dist.ImproperUniform(dist.constraints.real, (), ()))
+        with numpyro.plate("rows", 3):
+            x = numpyro.sample("x", dist.Normal(mu, 1.0))
+        dpjax.privatized(
+            "s", dpjax.GaussianMechanism(sigma=1.0), lambda r: r["x"], {"x": x}, plate="rows", obs=release
+        )
+
+    run = lambda model, *args, **kw: MCMC(
+        PseudoMarginalABC(model, 4), num_warmup=5, num_samples=5, progress_bar=False
+    ).run(jax.random.key(0), *args, **kw)
+    with pytest.raises(ValueError, match=r"\['k'\] are discrete.*exact_abc.*theta_update"):
+        run(discrete, jnp.array(2.0))
+    with pytest.raises(ValueError, match=r"PseudoMarginalABC needs a prior over every parameter.*\['p'\]"):
+        run(with_param, jnp.array(2.0))
+    with pytest.raises(ValueError, match="PseudoMarginalABC needs a proper prior"):
+        run(improper, jnp.array(1.0))
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"`init_params\['p'\]`.* outside the support of site 'p'"):
+            run(count_model, 50, jnp.array(15.0), init_params={"p": jnp.array(bad)})
+    with pytest.raises(ValueError, match=r"`init_params\['theta'\]`.*support"):
+        run(poisson_count, 25.0, jnp.array(S_DP), init_params={"theta": jnp.array(-3.0)})

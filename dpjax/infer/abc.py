@@ -8,7 +8,9 @@ observed privatized sites' log densities of a prior-predictive trace *are* log �
 
 from __future__ import annotations
 
+import math
 import time
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -22,7 +24,7 @@ from tqdm.auto import tqdm
 
 from ..primitives import INFER_KEY, SiteRoles, simulate, site_roles
 
-__all__ = ["ABCResult", "ISResult", "abc_importance", "exact_abc"]
+__all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
 
 
 class ABCResult(NamedTuple):
@@ -60,12 +62,24 @@ class _Spec(NamedTuple):
     placeholders: dict  # latent record values, to substitute when T is simulated directly
 
 
-def _spec(model, model_args, model_kwargs) -> _Spec:
+def _spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> _Spec:
     tr = prototype_trace(model, random.key(0), model_args, model_kwargs)  # copes with improper sites
     roles = site_roles(tr)
+    params = [k for k, s in tr.items() if s["type"] == "param"]
+    if params:
+        raise ValueError(
+            f"{engine} needs a prior over every parameter (θ is simulated from it); sites {params} are "
+            "`numpyro.param`. Give them a prior with `numpyro.sample`, or for maximum likelihood use "
+            "`is_mcem`."
+        )
+    if not roles.theta:
+        raise ValueError(
+            f"{engine} needs a prior over every parameter: the model has no latent sample site outside the "
+            "records plate, so there is nothing to infer."
+        )
     improper = [n for n in roles.theta if isinstance(tr[n]["fn"], dist.ImproperUniform)]
     if improper:
-        raise ValueError(f"Exact ABC needs a proper prior; sites {improper} are improper.")
+        raise ValueError(f"{engine} needs a proper prior; sites {improper} are improper.")
     max_log_eta = sum(
         info.mechanism.max_log_density(jnp.shape(tr[n]["value"])) for n, info in roles.privatized
     )
@@ -97,6 +111,48 @@ def _direct(model, simulator, privatized, theta, placeholders, model_args, model
     return one
 
 
+# exact_abc without `max_seconds` warns once its projected run time passes this many seconds, the
+# rate being measured over at least RATE_WINDOW_SECONDS after the first (compiling) call
+SLOW_RUN_SECONDS = 300.0
+RATE_WINDOW_SECONDS = 0.5
+
+
+class SlowABCWarning(UserWarning):
+    """``exact_abc`` projects to run for a long time without a ``max_seconds`` cap."""
+
+
+def _positive_whole(value, name):
+    """``value`` as a Python int ≥ 1; a ValueError naming ``name`` for 0, negatives, NaN/inf, fractions."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    if isinstance(value, float | np.floating) and not (np.isfinite(value) and float(value).is_integer()):
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    value = int(value)
+    if value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    return value
+
+
+def _warn_if_slow(sec_per_batch, batches, max_batches, batch_size, count, num_samples, accepted, cap):
+    """Warn (once) if the rest of an ``exact_abc`` run projects past ``SLOW_RUN_SECONDS``; True if it did."""
+    remaining = max_batches - batches  # the most that max_proposals still allows
+    if accepted > 0:  # the batches the acceptance rate so far needs for the missing draws
+        remaining = min(remaining, math.ceil((num_samples - count) * batches / accepted))
+    projected = remaining * sec_per_batch
+    if projected <= SLOW_RUN_SECONDS:
+        return False
+    rate = accepted / (batches * batch_size)
+    warnings.warn(
+        f"exact_abc projects to run about {projected / 60:,.0f} more minutes ({count:,} of {num_samples:,} "
+        f"draws after {batches * batch_size:,} proposals, acceptance rate {rate:.3g}, "
+        f"{batch_size / sec_per_batch:,.0f} proposals/s, max_proposals={cap:,}). Pass `max_seconds` to cap "
+        "the run, or consider `PseudoMarginalABC` or `abc_importance`.",
+        SlowABCWarning,
+        stacklevel=3,
+    )
+    return True
+
+
 def exact_abc(
     rng_key,
     model,
@@ -114,9 +170,12 @@ def exact_abc(
     Proposals are simulated ``batch_size`` at a time with ``vmap`` inside one compiled
     ``lax.while_loop`` until ``num_samples`` are accepted; the run stops with a ``RuntimeError``
     reporting the acceptance rate once ``max_proposals`` is reached or ``max_seconds`` have passed
-    (the clock is checked between compiled calls of a fraction of a second each). ``simulator(rng_key, params)
-    -> {privatized site: T}`` draws the confidential statistic directly (e.g. a Binomial count for
-    n Bernoulli records), so the records are never simulated.
+    (the clock is checked between compiled calls of a fraction of a second each). ``max_proposals`` is
+    a positive whole number (any size; proposals come in whole batches). Without ``max_seconds``, a
+    :class:`SlowABCWarning` is issued once the run projects past ``SLOW_RUN_SECONDS`` (5 min) from its
+    measured speed and acceptance rate. ``simulator(rng_key, params) -> {privatized site: T}`` draws
+    the confidential statistic directly (e.g. a Binomial count for n Bernoulli records), so the
+    records are never simulated. Every θ site needs a proper prior (no ``numpyro.param``).
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(release=None):
@@ -135,6 +194,7 @@ def exact_abc(
         raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"`max_seconds` must be positive or None, got {max_seconds!r}.")
+    max_proposals = _positive_whole(max_proposals, "max_proposals")
     spec = _spec(model, model_args, model_kwargs)
     privatized, theta, max_log_eta = spec.privatized, spec.theta, spec.max_log_eta
     if simulator is None:
@@ -146,7 +206,7 @@ def exact_abc(
     else:
         one = _direct(model, simulator, privatized, theta, spec.placeholders, model_args, model_kwargs)
     proto, _ = one(random.key(0))
-    max_batches = max(1, -(-int(max_proposals) // batch_size))
+    max_batches = -(-max_proposals // batch_size)  # a Python int: never overflows, never traced
 
     def body(carry):
         key, buffer, count, batches, accepted_total = carry
@@ -164,18 +224,28 @@ def exact_abc(
 
     buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + jnp.shape(v), jnp.result_type(v)), proto)
     carry = (rng_key, buffer, jnp.array(0), jnp.array(0), jnp.array(0))
-    start, chunk = time.perf_counter(), 1
+    start, chunk, calls, warned = time.perf_counter(), 1, 0, max_seconds is not None
     bar = tqdm(total=num_samples, desc="exact ABC", unit="draw", disable=not progress_bar, leave=False)
     while True:
         tic = time.perf_counter()
-        carry = run(carry, jnp.minimum(carry[3] + chunk, max_batches))
+        batches_before = int(carry[3])
+        carry = run(carry, jnp.asarray(min(batches_before + chunk, max_batches)))
         count, batches = int(carry[2]), int(carry[3])
+        calls += 1
         bar.update(min(count, num_samples) - bar.n)
         bar.set_postfix_str(f"acceptance {int(carry[4]) / (batches * batch_size):.3g}")
-        out_of_time = max_seconds is not None and time.perf_counter() - start > max_seconds
+        now = time.perf_counter()
+        out_of_time = max_seconds is not None and now - start > max_seconds
         if count >= num_samples or batches >= max_batches or out_of_time:
             break
-        if time.perf_counter() - tic < 0.25:  # grow calls until each takes a fraction of a second
+        if calls == 1:  # the first call compiles: measure the rate from the second on
+            t_rate, b_rate = now, batches
+        elif not warned and now - t_rate >= RATE_WINDOW_SECONDS and batches > b_rate:
+            warned = _warn_if_slow(
+                (now - t_rate) / (batches - b_rate), batches, max_batches, batch_size,
+                count, num_samples, int(carry[4]), max_proposals,
+            )  # fmt: skip
+        if now - tic < 0.25:  # grow calls until each takes a fraction of a second
             chunk *= 2
     bar.close()
     _, buffer, count, batches, accepted = carry
@@ -183,11 +253,11 @@ def exact_abc(
     rate = int(accepted) / proposals
     se = float(np.sqrt(rate * (1 - rate) / proposals))
     if int(count) < num_samples:
-        cap = f"max_seconds={max_seconds}" if out_of_time else f"max_proposals={proposals:,}"
+        cap = f"max_seconds={max_seconds}" if out_of_time else f"max_proposals={max_proposals:,}"
         raise RuntimeError(
-            f"exact_abc reached {cap} after {proposals:,} proposals with {int(count):,} of "
-            f"{num_samples:,} draws accepted (acceptance rate {rate:.3g} ± {se:.2g}); raise the cap, "
-            "use `pseudo_marginal_abc` (MCMC, no starvation), or the importance-sampling form "
+            f"exact_abc reached {cap} after {proposals:,} proposals (made in batches of {batch_size:,}) "
+            f"with {int(count):,} of {num_samples:,} draws accepted (acceptance rate {rate:.3g} ± {se:.2g}); "
+            "raise the cap, use `PseudoMarginalABC` (MCMC, no starvation), or the importance-sampling form "
             "`abc_importance` with a proposal closer to the posterior."
         )
     return ABCResult(buffer, proposals, rate, se)
@@ -196,11 +266,13 @@ def exact_abc(
 def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **model_kwargs) -> ISResult:
     """Importance-sampling ABC (Gong, eq. 3.3): θᵢ ~ g, T from the model given θᵢ, weights
     ∝ p(θᵢ) η(s_dp | Tᵢ) / g(θᵢ). ``proposal`` is ``{site: numpyro Distribution}`` for every θ site
-    (a proposal closer to the posterior than the prior rescues prior–data conflict).
+    (a proposal closer to the posterior than the prior rescues prior–data conflict). A ``ValueError``
+    if every weight is zero or NaN (an impossible release, or a proposal off the prior's support);
+    NaN weights among finite ones count as zero, with a warning.
     """
     if not (isinstance(num_samples, int) and num_samples > 0):
         raise ValueError(f"`num_samples` must be a positive int, got {num_samples!r}.")
-    spec = _spec(model, model_args, model_kwargs)
+    spec = _spec(model, model_args, model_kwargs, engine="abc_importance")
     privatized, theta = spec.privatized, spec.theta
     if set(proposal) != set(theta):
         raise ValueError(f"`proposal` must give a distribution for exactly the sites {sorted(theta)}.")
@@ -214,5 +286,19 @@ def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **mo
         return values, log_eta + log_prior - log_g
 
     values, log_w = jax.jit(jax.vmap(weight))(random.split(rng_key, num_samples))
+    nan = int(jnp.sum(jnp.isnan(log_w)))
+    if not bool(jnp.any(jnp.isfinite(log_w))):
+        raise ValueError(
+            f"abc_importance: every importance weight is zero or NaN ({nan:,} NaN of {num_samples:,}): "
+            "no simulated statistic can produce the release (e.g. a non-integer release for a discrete "
+            "mechanism, or a release outside the mechanism's range), or `proposal` puts no mass where the "
+            "prior does."
+        )
+    if nan:
+        warnings.warn(
+            f"abc_importance: {nan:,} of {num_samples:,} log weights are NaN; they count as zero weight.",
+            stacklevel=2,
+        )
+        log_w = jnp.where(jnp.isnan(log_w), -jnp.inf, log_w)
     w = jax.nn.softmax(log_w)
     return ISResult(values, w, float(1.0 / jnp.sum(w**2)))

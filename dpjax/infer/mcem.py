@@ -9,6 +9,7 @@ information by Louis's formula (eqs. 4.6–4.7), with per-record-set gradients f
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple
@@ -21,10 +22,16 @@ from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import prototype_trace
+from tqdm.auto import tqdm
 
 from ..primitives import simulate, site_roles
+from .abc import _positive_whole
 
-__all__ = ["MCEMResult", "is_mcem"]
+__all__ = ["ConvergenceWarning", "MCEMResult", "is_mcem"]
+
+
+class ConvergenceWarning(UserWarning):
+    """An ``is_mcem`` stage stopped at ``max_iterations`` before meeting its tolerance."""
 
 
 class MCEMResult(NamedTuple):
@@ -68,6 +75,7 @@ def is_mcem(
     m_step: Callable | None = None,
     optimizer=None,
     num_m_steps: int = 200,
+    progress_bar: bool = True,
     **model_kwargs,
 ) -> MCEMResult:
     """Maximum likelihood for θ from a privatized release, with Louis's observed information.
@@ -78,12 +86,19 @@ def is_mcem(
     gives a closed-form M-step; otherwise
     ``optimizer`` (default ``optax.adam(0.05)``) takes ``num_m_steps`` steps on the weighted
     log-likelihood in unconstrained space. ``init_params`` are constrained θ values; the prior
-    sites of the model are ignored (likelihood inference).
+    sites of the model are ignored (likelihood inference). A progress bar (``progress_bar=False``
+    silences it) shows the stage, its particle count, the iteration and the last change; a stage
+    that reaches ``max_iterations`` before its tolerance issues a :class:`ConvergenceWarning`.
     """
+    num_particles, tolerances = tuple(num_particles), tuple(tolerances)
     if len(num_particles) != len(tolerances) or not num_particles:
         raise ValueError("`num_particles` and `tolerances` must be non-empty and of equal length.")
-    if any(int(n) <= 0 for n in num_particles) or any(t <= 0 for t in tolerances):
-        raise ValueError("`num_particles` and `tolerances` must be positive.")
+    num_particles = tuple(_positive_whole(n, "num_particles") for n in num_particles)
+    if any(not (np.isfinite(t) and t > 0) for t in tolerances):
+        raise ValueError(f"`tolerances` must be positive and finite, got {tolerances!r}.")
+    for name, value in (("max_iterations", max_iterations), ("num_m_steps", num_m_steps)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
     params = {k: jnp.asarray(v, dtype=jnp.result_type(float)) for k, v in init_params.items()}
     tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
     roles = site_roles(tr)
@@ -91,6 +106,17 @@ def is_mcem(
         raise ValueError(
             f"`init_params` must give exactly the sites {sorted(roles.theta)}, got {sorted(params)}."
         )
+    for k, v in params.items():
+        support = tr[k]["fn"].support
+        if support.is_discrete:
+            raise ValueError(
+                f"is_mcem maximises over continuous θ; site {k!r} has a discrete support ({support})."
+            )
+        if not bool(jnp.all(support.check(v))):
+            raise ValueError(
+                f"`init_params[{k!r}]` = {np.asarray(v).tolist()!r} is outside the support of site {k!r} "
+                f"({support})."
+            )
     privatized = [n for n, _ in roles.privatized]
     latent, records = roles.latent_records, roles.latent_records + roles.public_records
     supports = {k: tr[k]["fn"].support for k in params}
@@ -134,20 +160,37 @@ def is_mcem(
 
     m_update = (lambda params, recs, w: m_step(recs, w)) if m_step else jax.jit(numeric_m_step)
     history, ess_trace, sizes = [params], [], []
-    for n, tol in zip(num_particles, tolerances):
+    for stage, (n, tol) in enumerate(zip(num_particles, tolerances), start=1):
         # common random numbers within a stage: the stage's Monte Carlo EM map is then
         # deterministic, so the stopping rule sees its convergence rather than simulation noise
         rng_key, key = random.split(rng_key)
-        for _ in range(max_iterations):
-            recs, w, ess = e_step(key, params, int(n))
-            new = {k: jnp.asarray(v) for k, v in m_update(params, recs, w).items()}
-            change = max(float(jnp.max(jnp.abs(new[k] - params[k]))) for k in params)
-            params = new
-            history.append(params)
-            ess_trace.append(float(ess))
-            sizes.append(int(n))
-            if change < tol:
-                break
+        desc = f"MCEM stage {stage}/{len(num_particles)}, {int(n):,} particles"
+        with tqdm(total=max_iterations, desc=desc, unit="it", disable=not progress_bar, leave=False) as bar:
+            for _ in range(max_iterations):
+                recs, w, ess = e_step(key, params, int(n))
+                new = {k: jnp.asarray(v) for k, v in m_update(params, recs, w).items()}
+                change = max(float(jnp.max(jnp.abs(new[k] - params[k]))) for k in params)
+                params = new
+                history.append(params)
+                ess_trace.append(float(ess))
+                sizes.append(int(n))
+                bar.update()
+                bar.set_postfix_str(f"change {change:.3g} (tol {tol:.3g}), ESS {float(ess):,.0f}")
+                if change < tol:
+                    break
+        if not change < tol:
+            last = "the final stage" if stage == len(num_particles) else f"stage {stage}"
+            warnings.warn(
+                f"is_mcem: {last} ({int(n):,} particles) reached max_iterations={max_iterations} with a last "
+                f"change of {change:.3g} > tolerance {tol:.3g}; "
+                + (
+                    "the returned θ̂ is not converged: raise `max_iterations` or loosen `tolerances`."
+                    if stage == len(num_particles)
+                    else "the next stage starts from an unconverged θ."
+                ),
+                ConvergenceWarning,
+                stacklevel=2,
+            )
 
     # Louis (4.6–4.7) at θ̂, with the last stage's particle size
     rng_key, key = random.split(rng_key)

@@ -9,12 +9,15 @@ and release conflict: it only needs the likelihood estimate near the posterior, 
 
 from __future__ import annotations
 
+import math
+import warnings
 from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import random
+import numpy as np
+from jax import lax, random
 from jax.flatten_util import ravel_pytree
 from jax.scipy.special import logsumexp
 from numpyro.distributions import biject_to
@@ -24,30 +27,103 @@ from .abc import _spec
 from .chains import PerChainKernel, records_hidden
 from .rwm import adapt, proposal_scale
 
-__all__ = ["PMState", "PseudoMarginalABC"]
+__all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
 
 # Sherlock et al. (2015): with a noisy likelihood the optimal random-walk acceptance is ~0.07–0.15
 TARGET_ACCEPT = 0.15
+# the most efficient s.d. of the log-likelihood estimate is about 1.2 (Doucet et al., 2015), 1.8 for
+# random-walk proposals (Sherlock et al., 2015); well above that chains stick after lucky
+# overestimates, so the end-of-warmup check warns above MAX_LOG_LIK_SD and suggests m for TARGET_LOG_LIK_SD
+TARGET_LOG_LIK_SD = 1.2
+MAX_LOG_LIK_SD = 2.5
+# the end-of-warmup check pools the simulations of (at most) this many final warmup proposals
+CHECK_STEPS = 200
+
+
+class PseudoMarginalWarning(UserWarning):
+    """The log-likelihood estimate of a :class:`PseudoMarginalABC` chain is too noisy."""
 
 
 class PMState(NamedTuple):
     """- **z** – θ (constrained) of the current state; **flat** – its unconstrained vector;
     - **log_prior** – log p(θ) + log |Jacobian| (+ log p(public records | θ));
     - **log_lik** – the current state's log likelihood *estimate*, kept until a move is accepted;
-    - **accept_prob** – Metropolis acceptance probability of the last move;
-    - **log_step, count, mean, m2, i** – random-walk adaptation (frozen after warmup)."""
+    - **log_lik_sd** – delta-method s.d. of ``log_lik`` from the same simulations,
+      sqrt(var(w) / (m · mean(w)²)) for the m weights w = η(s_dp | T_j); it cannot exceed 1 (one
+      simulation carries the whole estimate), is ``inf`` if every weight is zero and NaN for m = 1;
+    - **warmup_log_lik_sd** – the same s.d. for m simulations, estimated from all simulations of the
+      last ``CHECK_STEPS`` warmup proposals pooled (so it can exceed 1); frozen after warmup, NaN
+      before the pooling starts. The end-of-warmup check warns when it exceeds ``MAX_LOG_LIK_SD``;
+    - **accept_prob** – Metropolis acceptance probability of the last move; **mean_accept_prob** –
+      its running mean (over warmup, then restarted for the sampling phase);
+    - **log_step, count, mean, m2, i** – random-walk adaptation (frozen after warmup);
+    - **check_log_s1, check_log_s2, check_n** – log Σ w, log Σ w² and the number of the pooled
+      warmup simulations behind ``warmup_log_lik_sd``."""
 
     z: dict
     flat: jax.Array
     log_prior: jax.Array
     log_lik: jax.Array
+    log_lik_sd: jax.Array
+    warmup_log_lik_sd: jax.Array
     accept_prob: jax.Array
+    mean_accept_prob: jax.Array
     i: jax.Array
     log_step: jax.Array
     count: jax.Array
     mean: jax.Array
     m2: jax.Array
+    check_log_s1: jax.Array
+    check_log_s2: jax.Array
+    check_n: jax.Array
     rng_key: jax.Array
+
+
+def _log_lik_sd(log_w):
+    """Delta-method s.d. of log(mean w), sqrt(var(w) / (m mean(w)²)), from log weights, stably."""
+    m = log_w.shape[0]
+    log_mean = logsumexp(log_w) - jnp.log(m)
+    safe = jnp.where(jnp.isfinite(log_mean), log_mean, 0.0)
+    rel_var = jnp.sum(jnp.expm1(log_w - safe) ** 2) / (m - 1) if m > 1 else jnp.nan
+    sd = jnp.sqrt(rel_var / m)
+    return jnp.where(log_mean == -jnp.inf, jnp.inf, sd)
+
+
+def _pooled_sd(log_s1, log_s2, n, m):
+    """s.d. of the log of a mean of m weights, from n pooled weights with log Σ w and log Σ w²."""
+    n = jnp.maximum(n, 2.0)
+    rel_var = n / (n - 1) * jnp.expm1(jnp.log(n) + log_s2 - 2 * log_s1)  # sample var(w) / mean(w)²
+    sd = jnp.sqrt(jnp.maximum(rel_var, 0.0) / m)
+    return jnp.where(log_s1 == -jnp.inf, jnp.inf, sd)
+
+
+def _report_check(is_end, sd, num_simulations):
+    """Host side of the end-of-warmup check (a ``jax.debug.callback``, so it runs under jit and vmap)."""
+    is_end, sd = np.atleast_1d(np.asarray(is_end)), np.atleast_1d(np.asarray(sd, dtype=float))
+    if not is_end.any():
+        return
+    sd = sd[np.broadcast_to(is_end, sd.shape)]
+    worst = np.nanmax(sd) if not np.isnan(sd).all() else np.nan
+    if not worst > MAX_LOG_LIK_SD:
+        return
+    per_chain = ", ".join(f"{v:.2g}" for v in sd)
+    if np.isinf(worst):
+        advice = (
+            "every pooled simulation had zero mechanism density at the release, so the chain cannot move: "
+            "check that the release is possible under the model, or raise num_simulations a lot"
+        )
+    else:
+        m_new = math.ceil(num_simulations * (worst / TARGET_LOG_LIK_SD) ** 2)
+        advice = f"try num_simulations={m_new:,} (s.d. ≈ {TARGET_LOG_LIK_SD} by the rule m · (s.d. / 1.2)²)"
+    warnings.warn(
+        f"PseudoMarginalABC: at the end of warmup the log-likelihood estimate from num_simulations="
+        f"{num_simulations} has s.d. {per_chain} (per chain; pooled over the last warmup proposals), "
+        f"above {MAX_LOG_LIK_SD} (efficient chains have about 1–1.8): the chain sticks after lucky "
+        f"overestimates and its draws are not reliable; {advice}. Compare chains (r_hat) and the "
+        "`log_lik_sd` extra field.",
+        PseudoMarginalWarning,
+        stacklevel=1,
+    )
 
 
 class PseudoMarginalABC(PerChainKernel):
@@ -58,7 +134,11 @@ class PseudoMarginalABC(PerChainKernel):
     of their mechanism densities η(s_dp | T) is an unbiased likelihood estimate. Use it with
     ``numpyro.infer.MCMC`` like any NumPyro kernel. More simulations per step make the estimate less
     noisy, so the chain sticks less after a lucky overestimate, at proportional cost; aim for a
-    log-likelihood estimate with s.d. of about 1–2 at the posterior.
+    log-likelihood estimate with s.d. of about 1–1.8 at the posterior. The state's ``log_lik_sd``
+    (collected by default, shown in the progress bar and in ArviZ's ``sample_stats``) reports the
+    s.d. of the current estimate; at the end of warmup a :class:`PseudoMarginalWarning` with a
+    suggested ``num_simulations`` is issued when the s.d. pooled over the last warmup proposals
+    exceeds ``MAX_LOG_LIK_SD`` (2.5). θ must be continuous (use ``exact_abc`` for discrete θ).
 
     >>> import jax, jax.numpy as jnp, numpyro, dpjax
     >>> from numpyro.infer import MCMC
@@ -72,10 +152,12 @@ class PseudoMarginalABC(PerChainKernel):
     sample_field = "z"
 
     def __init__(self, model, num_simulations: int = 64):
-        if not (isinstance(num_simulations, int) and num_simulations > 0):
+        if not (isinstance(num_simulations, int | np.integer) and not isinstance(num_simulations, bool)) or (
+            num_simulations <= 0
+        ):
             raise ValueError(f"`num_simulations` must be a positive int, got {num_simulations!r}.")
         self._model = model
-        self._num_simulations = num_simulations
+        self._num_simulations = int(num_simulations)
 
     @property
     def model(self):
@@ -85,32 +167,60 @@ class PseudoMarginalABC(PerChainKernel):
 
     @property
     def default_fields(self):
-        return ("z", "accept_prob")
+        return ("z", "accept_prob", "log_lik_sd")
 
     def get_diagnostics_str(self, state):
-        return f"acc. prob {float(state.accept_prob):.2f}, step {float(jnp.exp(state.log_step)):.2g}"
+        return (
+            f"acc. prob {float(state.mean_accept_prob):.2f}, step {float(jnp.exp(state.log_step)):.2g}, "
+            f"log-lik sd {float(state.log_lik_sd):.2f}"
+        )
 
     def postprocess_fn(self, model_args, model_kwargs):
         return lambda z: z  # z already holds constrained values
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
-        spec = _spec(self._model, model_args, model_kwargs)
+        spec = _spec(self._model, model_args, model_kwargs, engine="PseudoMarginalABC")
         privatized, theta, tr = spec.privatized, spec.theta, spec.trace
+        discrete = [k for k in theta if tr[k]["fn"].support.is_discrete]
+        if discrete:
+            raise ValueError(
+                f"PseudoMarginalABC moves θ by a random walk on the unconstrained scale, so every θ site "
+                f"needs a continuous prior; sites {discrete} are discrete. Use `exact_abc` (any proper "
+                "prior), or DataAugmentationKernel with a `theta_update` that draws θ exactly."
+            )
         self._transforms = {k: biject_to(tr[k]["fn"].support) for k in theta}
         self._public = [
             k for k, s in tr.items() if s["type"] == "sample" and s["is_observed"] and k not in privatized
         ]
-        if init_params is not None and set(init_params) != set(theta):
-            raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
-        self._privatized, self._theta, self._num_warmup = privatized, theta, num_warmup
+        if init_params is not None:
+            if set(init_params) != set(theta):
+                raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
+            _check_support(init_params, {k: tr[k]["fn"].support for k in theta})
+        self._privatized, self._theta, self._num_warmup = privatized, theta, int(num_warmup)
         self._roles = spec.roles
         init_one = partial(self._init_one, init_params=init_params, args=model_args, kwargs=model_kwargs)
         return self._start(rng_key, init_one)
 
+    def sample(self, state, model_args, model_kwargs):
+        new = super().sample(state, model_args, model_kwargs)
+        if self._num_warmup > 0:
+            # decided on one chain's counter (all chains share it), so under NumPyro's vectorized
+            # chains the check costs nothing but one callback; under an outer vmap the host side
+            # filters by `is_end`
+            is_end = state.i == self._num_warmup - 1
+            report = partial(_report_check, num_simulations=self._num_simulations)
+            lax.cond(
+                jnp.reshape(is_end, -1)[0],
+                lambda a: jax.debug.callback(report, *a),
+                lambda a: None,
+                (is_end, new.warmup_log_lik_sd),
+            )
+        return new
+
     # ---------------------------------------------------------------- internals
     def _estimate(self, key, theta, args, kwargs):
-        """log p(θ) terms and the log of the unbiased likelihood estimate mean_j η(s_dp | T_j)."""
+        """log p(θ) terms and the per-simulation log weights log η(s_dp | T_j) (+ public data)."""
 
         def one(k):
             tr, log_eta = simulate(k, self._model, self._privatized, args, kwargs, data=theta)
@@ -119,7 +229,7 @@ class PseudoMarginalABC(PerChainKernel):
             return log_eta + log_p(self._public), log_p(self._theta)
 
         log_w, log_prior = jax.vmap(one)(random.split(key, self._num_simulations))
-        return log_prior[0], logsumexp(log_w) - jnp.log(self._num_simulations)  # log p(θ): same in all
+        return log_prior[0], log_w  # log p(θ): the same in all
 
     def _unravel(self, flat):
         phi = self._unravel_fn(flat)
@@ -135,29 +245,61 @@ class PseudoMarginalABC(PerChainKernel):
         phi = {k: self._transforms[k].inv(jnp.asarray(init_params[k])) for k in self._theta}
         flat, self._unravel_fn = ravel_pytree(phi)
         theta, log_jac = self._unravel(flat)
-        log_prior, log_lik = self._estimate(key_est, theta, args, kwargs)
-        zero = jnp.zeros_like(flat)
+        log_prior, log_w = self._estimate(key_est, theta, args, kwargs)
+        log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
+        zero, scalar = jnp.zeros_like(flat), jnp.zeros_like(log_lik)
         return PMState(
-            theta, flat, log_prior + log_jac, log_lik, jnp.array(1.0), jnp.array(0),
-            jnp.log(jnp.array(0.5)), jnp.array(0.0), zero, zero, key_state,
+            theta, flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
+            jnp.array(1.0), jnp.array(1.0), jnp.array(0), jnp.log(jnp.array(0.5)), jnp.array(0.0),
+            zero, zero, scalar - jnp.inf, scalar - jnp.inf, scalar, key_state,
         )  # fmt: skip
 
     def _sample_one(self, state, args, kwargs):
         key, k_prop, k_est, k_acc = random.split(state.rng_key, 4)
         prop = state.flat + proposal_scale(state) * random.normal(k_prop, state.flat.shape)
         theta, log_jac = self._unravel(prop)
-        log_prior, log_lik = self._estimate(k_est, theta, args, kwargs)
+        log_prior, log_w = self._estimate(k_est, theta, args, kwargs)
+        log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
         log_alpha = log_prior + log_jac + log_lik - state.log_prior - state.log_lik
         log_alpha = jnp.nan_to_num(log_alpha, nan=-jnp.inf)
         accept = jnp.log(random.uniform(k_acc)) < log_alpha
         pick = lambda new, old: jax.tree.map(lambda a, b: jnp.where(accept, a, b), new, old)
         rate = jnp.exp(jnp.minimum(log_alpha, 0.0))
+        # running mean of the acceptance probability, restarted when sampling begins
+        n_mean = jnp.where(state.i < self._num_warmup, state.i, state.i - self._num_warmup) + 1.0
+        mean_rate = state.mean_accept_prob + (rate - state.mean_accept_prob) / n_mean
+        # pool the proposals' simulations over the last CHECK_STEPS warmup steps
+        pool = (state.i >= self._num_warmup - CHECK_STEPS) & (state.i < self._num_warmup)
+        s1 = jnp.where(pool, jnp.logaddexp(state.check_log_s1, logsumexp(log_w)), state.check_log_s1)
+        s2 = jnp.where(pool, jnp.logaddexp(state.check_log_s2, logsumexp(2 * log_w)), state.check_log_s2)
+        n = state.check_n + jnp.where(pool, self._num_simulations, 0)
+        pooled = _pooled_sd(s1, s2, n, self._num_simulations)
         new = state._replace(
             z=pick(theta, state.z),
             flat=pick(prop, state.flat),
             log_prior=pick(log_prior + log_jac, state.log_prior),
             log_lik=pick(log_lik, state.log_lik),
+            log_lik_sd=pick(_log_lik_sd(log_w), state.log_lik_sd),
+            warmup_log_lik_sd=jnp.where(pool, pooled, state.warmup_log_lik_sd),
             accept_prob=rate,
+            mean_accept_prob=mean_rate,
+            check_log_s1=s1,
+            check_log_s2=s2,
+            check_n=n,
             rng_key=key,
         )
         return adapt(new, new.flat, rate, self._num_warmup, TARGET_ACCEPT)
+
+
+def _check_support(init_params, supports):
+    """ValueError naming ``init_params`` and the site if a concrete initial value is outside its support."""
+    for k, support in supports.items():
+        value = init_params[k]
+        if isinstance(value, jax.core.Tracer):
+            continue
+        ok = np.asarray(support.check(jnp.asarray(value, jnp.result_type(float))))
+        if not ok.all():
+            raise ValueError(
+                f"`init_params[{k!r}]` = {np.asarray(value).tolist()!r} is outside the support of site {k!r} "
+                f"({support})."
+            )
