@@ -154,7 +154,11 @@ def privatized(
     per_record = record_statistics(statistic, records)
     total = jnp.sum(per_record, axis=0)
     mech_shape = np.shape(mechanism.scale)
-    if np.broadcast_shapes(mech_shape, total.shape) != total.shape:
+    try:
+        fits = np.broadcast_shapes(mech_shape, total.shape) == total.shape
+    except ValueError:
+        fits = False
+    if not fits:
         raise ValueError(
             f"privatized site {name!r}: the mechanism's parameters have shape {mech_shape} but the "
             f"statistic T = Σ t(record) has shape {total.shape}; give one ε (or scale) per entry of T."

@@ -81,3 +81,71 @@ def test_bad_mechanism_and_records():
         dpjax.privatized("s", MECH, lambda r: r["x"], {"x": jnp.ones(3), "y": jnp.ones(4)}, plate="rows")
     with pytest.raises(ValueError, match="non-empty"):
         dpjax.privatized("s", MECH, lambda r: r, {}, plate="rows")
+
+
+# ------------------------------------------------------------------ property-based validation
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from dpjax.primitives import site_roles  # noqa: E402
+
+
+def _count_trace(mech, obs, n=5, transform=None, statistic=lambda r: r["x"]):
+    def m():
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+        with numpyro.plate("rows", n):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized(
+            "s", mech, statistic, {"x": x if transform is None else transform(x)}, plate="rows", obs=obs
+        )
+
+    tr = numpyro.handlers.trace(numpyro.handlers.seed(m, 0)).get_trace()
+    return site_roles(tr)
+
+
+INTEGER_MECHS = [dpjax.DiscreteLaplaceMechanism(epsilon=1.0), dpjax.DiscreteGaussianMechanism(sigma=2.0)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(INTEGER_MECHS), st.integers(-(2**23), 2**23), st.floats(0.01, 0.99))
+def test_integer_mechanisms_accept_integers_and_refuse_fractions(mech, k, frac):
+    _count_trace(mech, float(k))
+    with pytest.raises(ValueError, match="non-integer"):
+        _count_trace(mech, k + frac)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e4, max_value=1e4))
+def test_continuous_releases_of_moderate_size_are_accepted(s):
+    roles = _count_trace(MECH, s)
+    assert roles.latent_records == ("x",) and roles.theta == ("p",)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([float("nan"), float("inf"), -float("inf")]), st.integers(1, 3))
+def test_non_finite_releases_are_refused_at_any_shape(bad, dim):
+    mech = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+    obs = np.full(dim, 1.0)
+    obs[-1] = bad
+    with pytest.raises(ValueError, match="NaN or inf"):
+        _count_trace(mech, obs, statistic=lambda r: jnp.stack([r["x"]] * dim))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4))
+def test_mechanism_parameter_shape_must_fit_the_statistic(k_mech, k_stat):
+    mech = dpjax.LaplaceMechanism(epsilon=np.ones(k_mech), sensitivity=1.0)
+    stat = lambda r: jnp.stack([r["x"]] * k_stat)
+    obs = np.zeros(k_stat)
+    if k_mech in (1, k_stat):
+        _count_trace(mech, obs, statistic=stat)
+    else:
+        with pytest.raises(ValueError, match="parameters have shape"):
+            _count_trace(mech, obs, statistic=stat)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from([lambda x: 2 * x, lambda x: x + 0.0, lambda x: jnp.clip(x, 0, 1), lambda x: x[::-1]]))
+def test_any_transformed_record_value_is_refused(transform):
+    with pytest.raises(ValueError, match="put the transformation in `statistic`"):
+        _count_trace(MECH, 1.0, transform=transform)

@@ -28,6 +28,7 @@ from .chains import PerChainKernel, check_rng_key, first_key, records_hidden
 from .noncentred import (
     AUTO_POISSON_RATE,
     POISSON_RATE_LIMIT,
+    base_distribution,
     init_nc_state,
     noise_supported,
     noncentred_moves,
@@ -67,12 +68,6 @@ class DAState(NamedTuple):
     nc_step_size: jax.Array
     valid: jax.Array
     rng_key: jax.Array
-
-
-def _base(fn):
-    while isinstance(fn, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
-        fn = fn.base_dist
-    return fn
 
 
 class _MaskPrivatized(Messenger):
@@ -331,7 +326,7 @@ class DataAugmentationKernel(PerChainKernel):
         """Host-side checks that would otherwise give silently wrong draws."""
         spec = self._spec
         self._supports = {k: tr[k]["fn"].support for k in spec.theta}
-        improper = [k for k in spec.theta if isinstance(_base(tr[k]["fn"]), dist.ImproperUniform)]
+        improper = [k for k in spec.theta if isinstance(base_distribution(tr[k]["fn"]), dist.ImproperUniform)]
         if improper:
             raise ValueError(
                 f"DataAugmentationKernel needs a proper prior; sites {improper} are improper. The likelihood "

@@ -46,6 +46,7 @@ __all__ = [
     "representable",
     "AUTO_POISSON_RATE",
     "POISSON_RATE_LIMIT",
+    "base_distribution",
 ]
 
 _LOC_SCALE = (dist.Normal, dist.Laplace, dist.Cauchy, dist.Logistic)
@@ -75,7 +76,8 @@ class NCState(NamedTuple):
     m2: jax.Array
 
 
-def _base(fn):
+def base_distribution(fn):
+    """``fn`` without its Independent / Expanded / Masked wrappers."""
     while isinstance(fn, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
         fn = fn.base_dist
     return fn
@@ -83,7 +85,7 @@ def _base(fn):
 
 def noise_supported(fn) -> bool:
     """Whether a record site's distribution has a θ-free noise representation here."""
-    return isinstance(_base(fn), _LOC_SCALE + _DISCRETE + (dist.Exponential,))
+    return isinstance(base_distribution(fn), _LOC_SCALE + _DISCRETE + (dist.Exponential,))
 
 
 def _poisson_cdf(k, rate):
@@ -103,7 +105,7 @@ def _interval(fn, x):
 
 
 def _to_noise(rng_key, fn, x):
-    fn = _base(fn)
+    fn = base_distribution(fn)
     if isinstance(fn, _LOC_SCALE):
         return (x - fn.loc) / fn.scale
     if isinstance(fn, dist.Exponential):
@@ -113,7 +115,7 @@ def _to_noise(rng_key, fn, x):
 
 
 def _from_noise(fn, u, dtype):
-    fn = _base(fn)
+    fn = base_distribution(fn)
     if isinstance(fn, _LOC_SCALE):
         return fn.loc + fn.scale * u
     if isinstance(fn, dist.Exponential):
@@ -149,7 +151,7 @@ def _from_noise(fn, u, dtype):
 def representable(fn, dtype, limit=None) -> jax.Array:
     """Whether the noise map of a record site is exact at its current parameters in ``dtype``
     (Poisson rates at most ``limit``, by default ``POISSON_RATE_LIMIT[dtype]``)."""
-    fn = _base(fn)
+    fn = base_distribution(fn)
     if isinstance(fn, dist.Poisson):
         limit = POISSON_RATE_LIMIT[jnp.dtype(dtype)] if limit is None else limit
         return jnp.all(fn.rate <= limit)
