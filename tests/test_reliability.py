@@ -250,3 +250,15 @@ def test_out_of_support_init_params_name_the_argument():
     mcmc = MCMC(kernel, num_warmup=5, num_samples=5, progress_bar=False)
     with pytest.raises(ValueError, match="`init_params`: p = "):
         mcmc.run(jax.random.key(0), 50, 17.4, init_params={"p": jnp.array(1.5)})
+
+
+@pytest.mark.parametrize("make", [DataAugmentationKernel, lambda m: dpjax.infer.PseudoMarginalABC(m, 8)])
+def test_records_hidden_model_uses_the_callers_key(make):
+    """Issue 10's defect: `.model` wrapped the model in a fixed seed, so Predictive returned one
+    prior draw four times."""
+    mcmc = MCMC(make(count_model), num_warmup=5, num_samples=5, progress_bar=False)
+    mcmc.run(jax.random.key(0), 50, jnp.array(17.4))
+    p = np.asarray(numpyro.infer.Predictive(mcmc.sampler.model, num_samples=4)(jax.random.key(1), 50)["p"])
+    assert len(np.unique(p)) == 4
+    again = numpyro.infer.Predictive(mcmc.sampler.model, num_samples=4)(jax.random.key(1), 50)["p"]
+    assert np.array_equal(p, np.asarray(again))

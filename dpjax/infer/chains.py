@@ -3,9 +3,11 @@ NumPyro passes a batch of keys to ``init``, and the one-chain functions are then
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import jax
+import numpyro
 from numpyro import handlers
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
@@ -51,8 +53,14 @@ class PerChainKernel(MCMCKernel):
 
 
 def _blocked(model, hidden, *args, **kwargs):
-    with handlers.block(hide=hidden), handlers.seed(rng_seed=0):
-        return model(*args, **kwargs)
+    # the hidden record sites still draw values, from a key taken from the caller's seed handler
+    # (block stops their messages before they reach it); with no seed handler, numpyro's usual error
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "outside of seed handler": numpyro raises below instead
+        key = numpyro.prng_key()
+    seeded = model if key is None else handlers.seed(model, rng_seed=key)
+    with handlers.block(hide=hidden):
+        return seeded(*args, **kwargs)
 
 
 def records_hidden(model, roles):
