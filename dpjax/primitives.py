@@ -13,6 +13,7 @@ import numpyro
 from numpyro import handlers
 
 from .mechanisms import Mechanism
+from .mechanisms.base import IntegerMechanism
 
 __all__ = ["PrivatizedInfo", "SiteRoles", "privatized", "record_statistics", "simulate", "site_roles"]
 
@@ -46,20 +47,15 @@ def record_statistics(statistic, records):
     return out.astype(jnp.result_type(float))
 
 
-def _is_integer_mechanism(mechanism) -> bool:
-    from .mechanisms.base import IntegerMechanism
-
-    return isinstance(mechanism, IntegerMechanism)
-
-
 def _check_release(name, mechanism, per_record, total, obs):
     """Host-side checks of a concrete release and statistic that would otherwise give a silently
     wrong posterior: non-integer values for an integer mechanism, magnitudes the working float type
     cannot carry at the mechanism's noise scale, and noise scales outside its range."""
     dtype = np.dtype(total.dtype)
+    exact = isinstance(mechanism, IntegerMechanism)
     t = np.asarray(per_record, dtype=float)
     values = {"the release `obs`": np.asarray(obs, float)} if obs is not None else {}
-    if _is_integer_mechanism(mechanism):
+    if exact:
         values["the statistic T = Σ t(record)"] = t
         for what, v in values.items():
             if not np.all(v == np.round(v)):
@@ -77,7 +73,6 @@ def _check_release(name, mechanism, per_record, total, obs):
     if dtype == np.float32 and magnitude > 0:
         spacing = float(np.spacing(np.float32(magnitude)))
         scale = float(np.min(np.asarray(mechanism.scale, float)))
-        exact = _is_integer_mechanism(mechanism)
         carried = integers and magnitude < 2.0**24
         if not carried and (exact or spacing > scale / 100):
             need = (
@@ -93,8 +88,8 @@ def _check_release(name, mechanism, per_record, total, obs):
             )
     scale = np.asarray(mechanism.scale, float)
     # the density must stay finite at residuals from 0 up to the largest one an imputation can reach
-    probe = np.stack([np.zeros_like(scale), np.maximum(np.round(scale), 1.0), np.full_like(scale, 1.0)])
-    probe[2] = np.round(2 * magnitude) + 1.0
+    largest = np.full_like(scale, np.round(2 * magnitude) + 1.0)
+    probe = np.stack([np.zeros_like(scale), np.maximum(np.round(scale), 1.0), largest])
     with np.errstate(all="ignore"), jax.ensure_compile_time_eval():  # concrete even inside a jit trace
         finite = np.all(np.isfinite(np.asarray(mechanism.log_noise_density(jnp.asarray(probe, dtype)))))
     if not finite:

@@ -216,7 +216,7 @@ class DataAugmentationKernel(PerChainKernel):
         # static structure and host-side checks, once, outside any vmap over chains
         tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
         self._spec = site_roles(tr)
-        self._check_model(tr, model_args, model_kwargs)
+        self._check_model(tr)
         self._resolve_noncentred(tr, num_warmup)
         for k, v in (init_params or {}).items():
             inside = k not in self._supports or not concrete(v) or self._supports[k](jnp.asarray(v))
@@ -322,7 +322,7 @@ class DataAugmentationKernel(PerChainKernel):
             key_next,
         )
 
-    def _check_model(self, tr, model_args, model_kwargs):
+    def _check_model(self, tr):
         """Host-side checks that would otherwise give silently wrong draws."""
         spec = self._spec
         self._supports = {k: tr[k]["fn"].support for k in spec.theta}
