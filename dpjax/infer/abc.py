@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -87,10 +89,104 @@ def _spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> _Spec:
     return _Spec(tr, roles, [n for n, _ in roles.privatized], list(roles.theta), max_log_eta, placeholders)
 
 
-def _direct(model, simulator, privatized, theta, placeholders, model_args, model_kwargs):
+# Compile once: the engines' jitted functions are cached at module level, keyed by what fixes the
+# traced program (the model, static settings, the structure / shapes / dtypes of the array arguments
+# and the values of the non-array ones, e.g. plate sizes). Array leaves of the model arguments (the
+# release, data) are traced arguments, so a new release value reuses the compilation.
+CACHE_SIZE = 32
+_CACHE: OrderedDict = OrderedDict()
+_UNTRACEABLE = object()  # cached marker: this key's model needs concrete array arguments
+_TRACER_ERRORS = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerIntegerConversionError,
+)
+
+
+class _Args(NamedTuple):
+    """Model arguments split into traced array leaves and a hashable static remainder."""
+
+    dynamic: list  # the array leaves, passed to the compiled function as arguments
+    key: tuple | None  # the static part (None: not hashable, so not cacheable)
+    rebuild: Callable  # dynamic leaves -> (model_args, model_kwargs)
+
+
+def _avals(leaves):
+    return tuple((jnp.shape(x), jnp.result_type(x), getattr(x, "weak_type", False)) for x in leaves)
+
+
+def _split_args(model_args, model_kwargs) -> _Args:
+    leaves, treedef = jax.tree.flatten((tuple(model_args), dict(model_kwargs)))
+    mask = tuple(isinstance(x, jax.Array | np.ndarray) for x in leaves)
+    dynamic = [x for x, m in zip(leaves, mask) if m]
+    static = [x for x, m in zip(leaves, mask) if not m]
+
+    def rebuild(dyn):
+        dyn, st = iter(dyn), iter(static)
+        args, kwargs = jax.tree.unflatten(treedef, [next(dyn) if m else next(st) for m in mask])
+        return args, kwargs
+
+    key = (treedef, mask, tuple((type(x), x) for x in static), _avals(dynamic))
+    try:
+        hash(key)
+    except TypeError:
+        key = None
+    return _Args(dynamic, key, rebuild)
+
+
+def _compiled(key, build, dynamic):
+    """``call(*args)`` running ``build(traced=True)(*args, dynamic)``, the jitted function cached under
+    ``key``. A model that needs concrete array arguments (a tracer error while compiling) falls back to
+    ``build(traced=False)``, which closes over them and compiles per call, as before caching."""
+    fn = None
+    if key is not None:
+        try:
+            fn = _CACHE.pop(key, None)
+        except TypeError:  # an unhashable model, simulator, ...
+            key = None
+    if fn is _UNTRACEABLE:
+        _CACHE[key] = fn
+        closed = build(traced=False)
+        return lambda *a: closed(*a, ())
+    if fn is None:
+        fn = build(traced=True)
+    if key is not None:
+        _CACHE[key] = fn
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    state = {"fn": fn}
+
+    def call(*a):
+        try:
+            return state["fn"](*a, dynamic)
+        except _TRACER_ERRORS:
+            if state["fn"] is not fn:
+                raise
+            if key is not None:
+                _CACHE[key] = _UNTRACEABLE
+            state["fn"] = build(traced=False)  # ignores `dynamic`: closes over the arguments
+            return state["fn"](*a, dynamic)
+
+    return call
+
+
+def _make_one(model, simulator, privatized, theta):
+    """``one(key, model_args, model_kwargs, placeholders) -> (θ values, log η)``: one proposal."""
+    if simulator is None:
+
+        def one(key, model_args, model_kwargs, placeholders):
+            tr, log_eta = simulate(key, model, privatized, model_args, model_kwargs)
+            return {k: tr[k]["value"] for k in theta}, log_eta
+
+        return one
+    return _direct(model, simulator, privatized, theta)
+
+
+def _direct(model, simulator, privatized, theta):
     """θ from the prior (records substituted by placeholders, never sampled), T from the user."""
 
-    def one(key):
+    def one(key, model_args, model_kwargs, placeholders):
         k_theta, k_stat = random.split(key)
         m = handlers.seed(handlers.substitute(model, data=placeholders), k_theta)
         tr = handlers.trace(m).get_trace(*model_args, **model_kwargs)
@@ -197,30 +293,38 @@ def exact_abc(
     max_proposals = _positive_whole(max_proposals, "max_proposals")
     spec = _spec(model, model_args, model_kwargs)
     privatized, theta, max_log_eta = spec.privatized, spec.theta, spec.max_log_eta
-    if simulator is None:
-
-        def one(key):
-            tr, log_eta = simulate(key, model, privatized, model_args, model_kwargs)
-            return {k: tr[k]["value"] for k in theta}, log_eta
-
-    else:
-        one = _direct(model, simulator, privatized, theta, spec.placeholders, model_args, model_kwargs)
-    proto, _ = one(random.key(0))
+    one = _make_one(model, simulator, privatized, theta)
+    args = _split_args(model_args, model_kwargs)
+    proto, _ = one(random.key(0), model_args, model_kwargs, spec.placeholders)
     max_batches = -(-max_proposals // batch_size)  # a Python int: never overflows, never traced
 
-    def body(carry):
-        key, buffer, count, batches, accepted_total = carry
-        key, k_sim, k_acc = random.split(key, 3)
-        values, log_eta = jax.vmap(one)(random.split(k_sim, batch_size))
-        accept = jnp.log(random.uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
-        slot = jnp.where(accept, count + jnp.cumsum(accept) - 1, num_samples)  # out of range: dropped
-        buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buffer, values)
-        n_acc = jnp.sum(accept)
-        return key, buffer, count + n_acc, batches + 1, accepted_total + n_acc
+    def build(traced):
+        def run(carry, batch_limit, placeholders, max_log_eta, dynamic):
+            a, kw = args.rebuild(dynamic) if traced else (model_args, model_kwargs)
+            sim = lambda k: one(k, a, kw, placeholders)
 
-    @jax.jit
-    def run(carry, batch_limit):  # one compiled loop; the host only checks the clock between calls
-        return lax.while_loop(lambda c: (c[2] < num_samples) & (c[3] < batch_limit), body, carry)
+            def body(carry):
+                key, buffer, count, batches, accepted_total = carry
+                key, k_sim, k_acc = random.split(key, 3)
+                values, log_eta = jax.vmap(sim)(random.split(k_sim, batch_size))
+                accept = jnp.log(random.uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
+                slot = jnp.where(accept, count + jnp.cumsum(accept) - 1, num_samples)  # out of range: dropped
+                buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buffer, values)
+                n_acc = jnp.sum(accept)
+                return key, buffer, count + n_acc, batches + 1, accepted_total + n_acc
+
+            # one compiled loop; the host only checks the clock between calls
+            return lax.while_loop(lambda c: (c[2] < num_samples) & (c[3] < batch_limit), body, carry)
+
+        return jax.jit(run)
+
+    key = None
+    if args.key is not None:
+        structure = jax.tree.structure(spec.placeholders), _avals(jax.tree.leaves(spec.placeholders))
+        key = ("exact_abc", model, simulator, tuple(privatized), tuple(theta), num_samples, batch_size)
+        key += (args.key, structure, _avals([max_log_eta]))
+    compiled = _compiled(key, build, args.dynamic)
+    run = lambda carry, limit: compiled(carry, limit, spec.placeholders, max_log_eta)
 
     buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + jnp.shape(v), jnp.result_type(v)), proto)
     carry = (rng_key, buffer, jnp.array(0), jnp.array(0), jnp.array(0))
@@ -276,16 +380,31 @@ def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **mo
     privatized, theta = spec.privatized, spec.theta
     if set(proposal) != set(theta):
         raise ValueError(f"`proposal` must give a distribution for exactly the sites {sorted(theta)}.")
-    draw = lambda key: {k: proposal[k].sample(random.fold_in(key, i)) for i, k in enumerate(sorted(proposal))}
+    draw = lambda key, g: {k: g[k].sample(random.fold_in(key, i)) for i, k in enumerate(sorted(g))}
+    args = _split_args(model_args, model_kwargs)
+    prop_leaves, prop_tree = jax.tree.flatten(dict(proposal))
 
-    def weight(key):
-        values = draw(key)
-        tr, log_eta = simulate(key, model, privatized, model_args, model_kwargs, data=values)
-        log_prior = sum(jnp.sum(tr[k]["fn"].log_prob(values[k])) for k in theta)
-        log_g = sum(jnp.sum(proposal[k].log_prob(values[k])) for k in theta)
-        return values, log_eta + log_prior - log_g
+    def build(traced):
+        def weights(keys, prop_leaves, dynamic):
+            a, kw = args.rebuild(dynamic) if traced else (model_args, model_kwargs)
+            g = jax.tree.unflatten(prop_tree, prop_leaves) if traced else proposal
 
-    values, log_w = jax.jit(jax.vmap(weight))(random.split(rng_key, num_samples))
+            def weight(key):
+                values = draw(key, g)
+                tr, log_eta = simulate(key, model, privatized, a, kw, data=values)
+                log_prior = sum(jnp.sum(tr[k]["fn"].log_prob(values[k])) for k in theta)
+                log_g = sum(jnp.sum(g[k].log_prob(values[k])) for k in theta)
+                return values, log_eta + log_prior - log_g
+
+            return jax.vmap(weight)(keys)
+
+        return jax.jit(weights)
+
+    key = None
+    if args.key is not None:
+        key = ("abc_importance", model, tuple(privatized), tuple(theta), num_samples, args.key)
+        key += (prop_tree, _avals(prop_leaves))
+    values, log_w = _compiled(key, build, args.dynamic)(random.split(rng_key, num_samples), prop_leaves)
     nan = int(jnp.sum(jnp.isnan(log_w)))
     if not bool(jnp.any(jnp.isfinite(log_w))):
         raise ValueError(

@@ -25,7 +25,7 @@ from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
 from ..primitives import simulate, site_roles
-from .abc import _positive_whole
+from .abc import _avals, _compiled, _positive_whole, _split_args
 
 __all__ = ["ConvergenceWarning", "MCEMResult", "is_mcem"]
 
@@ -121,44 +121,69 @@ def is_mcem(
     latent, records = roles.latent_records, roles.latent_records + roles.public_records
     supports = {k: tr[k]["fn"].support for k in params}
 
-    def simulate_records(key, params):
-        tr, log_eta = simulate(key, model, privatized, model_args, model_kwargs, data=params)
+    args = _split_args(model_args, model_kwargs)
+
+    def simulate_records(key, params, a, kw):
+        tr, log_eta = simulate(key, model, privatized, a, kw, data=params)
         return {k: tr[k]["value"] for k in latent}, log_eta
 
-    def record_loglik(params, recs):
+    def record_loglik(params, recs, a=model_args, kw=model_kwargs):
         """log p(records | θ): the record sites' densities, privatized sites excluded."""
-        tr = handlers.trace(handlers.condition(model, data={**params, **recs})).get_trace(
-            *model_args, **model_kwargs
-        )
+        tr = handlers.trace(handlers.condition(model, data={**params, **recs})).get_trace(*a, **kw)
         return sum(jnp.sum(tr[k]["fn"].log_prob(tr[k]["value"])) for k in records)
 
-    @partial(jax.jit, static_argnums=2)
-    def e_step(key, params, num):
-        recs, log_eta = jax.vmap(lambda k: simulate_records(k, params))(random.split(key, num))
-        w = jax.nn.softmax(log_eta)
-        return recs, w, 1.0 / jnp.sum(w**2)
+    def unpack(traced, dynamic):
+        return args.rebuild(dynamic) if traced else (model_args, model_kwargs)
 
-    transforms = {k: biject_to(supports[k]) for k in params}
-    to_phi = lambda p: {k: transforms[k].inv(v) for k, v in p.items()}
-    to_theta = lambda f: {k: transforms[k](v) for k, v in f.items()}
+    def build_e_step(traced):
+        @partial(jax.jit, static_argnums=2)
+        def e_step(key, params, num, dynamic):
+            a, kw = unpack(traced, dynamic)
+            recs, log_eta = jax.vmap(lambda k: simulate_records(k, params, a, kw))(random.split(key, num))
+            w = jax.nn.softmax(log_eta)
+            return recs, w, 1.0 / jnp.sum(w**2)
 
-    def numeric_m_step(params, recs, w):
-        import optax
+        return e_step
 
-        opt = optimizer or optax.adam(0.05)
-        loss = lambda phi: -jnp.sum(w * jax.vmap(lambda r: record_loglik(to_theta(phi), r))(recs))
-        phi = to_phi(params)
+    def build_m_step(traced):
+        def numeric_m_step(params, recs, w, dynamic):
+            import optax
 
-        def step(carry, _):
-            phi, state = carry
-            grads = jax.grad(loss)(phi)
-            updates, state = opt.update(grads, state, phi)
-            return (optax.apply_updates(phi, updates), state), None
+            a, kw = unpack(traced, dynamic)
+            if traced:  # the supports (hence transforms) may depend on the traced arguments
+                tr = handlers.trace(handlers.seed(handlers.substitute(model, data=params), random.key(0)))
+                tr = tr.get_trace(*a, **kw)
+                sup = {k: tr[k]["fn"].support for k in params}
+            else:
+                sup = supports
+            transforms = {k: biject_to(sup[k]) for k in params}
+            to_phi = lambda p: {k: transforms[k].inv(v) for k, v in p.items()}
+            to_theta = lambda f: {k: transforms[k](v) for k, v in f.items()}
+            opt = optimizer or optax.adam(0.05)
+            loss = lambda phi: -jnp.sum(w * jax.vmap(lambda r: record_loglik(to_theta(phi), r, a, kw))(recs))
+            phi = to_phi(params)
 
-        (phi, _), _ = jax.lax.scan(step, (phi, opt.init(phi)), None, length=num_m_steps)
-        return to_theta(phi)
+            def step(carry, _):
+                phi, state = carry
+                grads = jax.grad(loss)(phi)
+                updates, state = opt.update(grads, state, phi)
+                return (optax.apply_updates(phi, updates), state), None
 
-    m_update = (lambda params, recs, w: m_step(recs, w)) if m_step else jax.jit(numeric_m_step)
+            (phi, _), _ = jax.lax.scan(step, (phi, opt.init(phi)), None, length=num_m_steps)
+            return to_theta(phi)
+
+        return jax.jit(numeric_m_step)
+
+    key = None
+    if args.key is not None:
+        key = (model, tuple(privatized), tuple(latent), tuple(records), args.key)
+        key += (jax.tree.structure(params), _avals(jax.tree.leaves(params)))
+    e_step = _compiled(None if key is None else ("is_mcem.e_step",) + key, build_e_step, args.dynamic)
+    if m_step:
+        m_update = lambda params, recs, w: m_step(recs, w)
+    else:
+        m_key = None if key is None else ("is_mcem.m_step", optimizer, num_m_steps) + key
+        m_update = _compiled(m_key, build_m_step, args.dynamic)
     history, ess_trace, sizes = [params], [], []
     for stage, (n, tol) in enumerate(zip(num_particles, tolerances), start=1):
         # common random numbers within a stage: the stage's Monte Carlo EM map is then

@@ -1,0 +1,148 @@
+"""The inference engines compile once per model structure: a new release value reuses the compilation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import dpjax
+from dpjax.infer import abc_importance, exact_abc, is_mcem
+
+
+def counting_model():
+    """A Poisson count model whose body counts its Python-side executions."""
+    calls = {"n": 0}
+
+    def model(release=None, alpha=25.0):
+        calls["n"] += 1
+        theta = numpyro.sample("theta", dist.Gamma(alpha, 1.0))
+        with numpyro.plate("count", 1):
+            s = numpyro.sample("s", dist.Poisson(theta))
+        mechanism = dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=1.0)
+        dpjax.privatized("s_dp", mechanism, lambda r: r["s"], {"s": s}, plate="count", obs=release)
+
+    return model, calls
+
+
+def executions(run, releases):
+    """Model-body executions of each call of ``run(release)``."""
+    model, calls = counting_model()
+    counts = []
+    for release in releases:
+        before = calls["n"]
+        run(model, release)
+        counts.append(calls["n"] - before)
+    return counts
+
+
+RELEASES = [jnp.array(25.3), jnp.array(28.1), jnp.array(22.6)]
+
+
+def test_exact_abc_does_not_retrace_for_a_new_release():
+    run = lambda m, r: exact_abc(jax.random.key(0), m, r, num_samples=20, batch_size=500, progress_bar=False)
+    first, second, third = executions(run, RELEASES)
+    assert second < first  # the compiled loop is reused: only the eager prototype traces run again
+    assert second == third
+
+
+def test_exact_abc_with_simulator_does_not_retrace():
+    simulator = lambda key, params: {"s_dp": jax.random.poisson(key, params["theta"], (1,))}
+    run = lambda m, r: exact_abc(
+        jax.random.key(0), m, r, num_samples=20, batch_size=500, simulator=simulator, progress_bar=False
+    )
+    first, second, third = executions(run, RELEASES)
+    assert second < first
+    assert second == third
+
+
+def test_abc_importance_does_not_retrace_for_a_new_release_or_proposal():
+    def run(m, r):
+        proposal = {"theta": dist.Gamma(float(r), 1.0)}  # a new proposal value too
+        abc_importance(jax.random.key(0), m, proposal, r, num_samples=200)
+
+    first, second, third = executions(run, RELEASES)
+    assert second < first
+    assert second == third
+
+
+def test_is_mcem_does_not_retrace_for_a_new_release():
+    def run(m, r):
+        is_mcem(
+            jax.random.key(0), m, {"theta": 20.0}, r, num_particles=(100,), tolerances=(1e-2,),
+            max_iterations=3, num_m_steps=5, progress_bar=False,
+        )  # fmt: skip
+
+    with pytest.warns(dpjax.infer.ConvergenceWarning):
+        first, second, third = executions(run, RELEASES)
+    assert second < first
+    assert second == third
+
+
+def test_a_static_argument_change_recompiles():
+    """Non-array arguments are static: a new value compiles anew (and is honoured)."""
+    model, calls = counting_model()
+    run = lambda alpha: exact_abc(
+        jax.random.key(0), model, jnp.array(alpha), alpha=alpha, num_samples=20, batch_size=500,
+        max_seconds=30, progress_bar=False,
+    )  # fmt: skip
+    run(25.0)
+    before = calls["n"]
+    run(25.0)
+    cached = calls["n"] - before
+    before = calls["n"]
+    out = run(400.0)
+    assert calls["n"] - before > cached
+    assert float(jnp.mean(out.samples["theta"])) > 200  # the new prior is used, not a stale one
+
+
+def test_cached_calls_give_the_same_results():
+    model, _ = counting_model()
+    abc = lambda r: exact_abc(jax.random.key(3), model, r, num_samples=50, batch_size=500, progress_bar=False)
+    a, _, b = abc(RELEASES[0]), abc(RELEASES[1]), abc(RELEASES[0])
+    jax.tree.map(np.testing.assert_array_equal, a.samples, b.samples)
+    assert a[1:] == b[1:]
+    proposal = {"theta": dist.Gamma(25.0, 1.0)}
+    imp = lambda r: abc_importance(jax.random.key(4), model, proposal, r, num_samples=300)
+    a, _, b = imp(RELEASES[0]), imp(RELEASES[1]), imp(RELEASES[0])
+    jax.tree.map(np.testing.assert_array_equal, (a.samples, a.weights), (b.samples, b.weights))
+    mcem = lambda r: is_mcem(
+        jax.random.key(5), model, {"theta": 20.0}, r, num_particles=(200,), tolerances=(10.0,),
+        max_iterations=5, num_m_steps=20, progress_bar=False,
+    )  # fmt: skip
+    a, _, b = mcem(RELEASES[0]), mcem(RELEASES[1]), mcem(RELEASES[0])
+    jax.tree.map(np.testing.assert_array_equal, (a.params, a.history), (b.params, b.history))
+    np.testing.assert_array_equal(a.information, b.information)
+
+
+def test_the_cache_is_bounded(monkeypatch):
+    from dpjax.infer import abc
+
+    monkeypatch.setattr(abc, "CACHE_SIZE", 2)
+    for _ in range(4):
+        model, _ = counting_model()  # a new model each time: a new key
+        exact_abc(jax.random.key(0), model, RELEASES[0], num_samples=2, batch_size=50, progress_bar=False)
+    assert len(abc._CACHE) <= abc.CACHE_SIZE
+
+
+def test_a_model_that_needs_a_concrete_array_argument_falls_back_to_closing_over_it():
+    """A model reading an array argument as a Python number cannot take it traced: the engine then
+    compiles per call over the concrete value, with the same draws as a model given the number."""
+
+    def model(rate_array, release=None):
+        rate = float(rate_array)  # needs a concrete value
+        theta = numpyro.sample("theta", dist.Gamma(rate, 1.0))
+        with numpyro.plate("count", 1):
+            s = numpyro.sample("s", dist.Poisson(theta))
+        mechanism = dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=1.0)
+        dpjax.privatized("s_dp", mechanism, lambda r: r["s"], {"s": s}, plate="count", obs=release)
+
+    def plain(rate, release=None):
+        return model(np.asarray(rate), release)
+
+    kw = dict(num_samples=20, batch_size=500, progress_bar=False)
+    for release in RELEASES[:2]:  # the second call takes the cached fallback marker
+        got = exact_abc(jax.random.key(0), model, np.asarray(25.0), release, **kw).samples["theta"]
+        want = exact_abc(jax.random.key(0), plain, 25.0, release, **kw).samples["theta"]
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
