@@ -13,7 +13,7 @@ import numpyro
 from numpyro import handlers
 
 from .mechanisms import Mechanism
-from .mechanisms.base import IntegerMechanism
+from .mechanisms.base import IntegerMechanism, concrete
 
 __all__ = ["PrivatizedInfo", "SiteRoles", "privatized", "record_statistics", "simulate", "site_roles"]
 
@@ -30,11 +30,6 @@ class PrivatizedInfo(NamedTuple):
     plate: str
     record_sites: tuple[str, ...]
     record_values: tuple = ()
-
-
-def concrete(*values) -> bool:
-    """Whether every value is a concrete array (not a JAX tracer), so it can be checked on the host."""
-    return not any(isinstance(v, jax.core.Tracer) for v in jax.tree.leaves(values))
 
 
 def record_statistics(statistic, records):

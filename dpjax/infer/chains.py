@@ -12,19 +12,7 @@ from numpyro import handlers
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-
-def check_rng_key(rng_key):
-    """Raise a ValueError unless ``rng_key`` is a PRNG key or a batch of them (one per chain)."""
-    if is_prng_key(rng_key):
-        return
-    array = isinstance(rng_key, jax.Array)
-    typed = array and jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
-    legacy = array and rng_key.dtype == jax.numpy.uint32 and rng_key.shape[-1:] == (2,)
-    if not (typed or legacy):
-        raise ValueError(
-            f"`rng_key` must be a JAX PRNG key such as jax.random.key(0), got {type(rng_key).__name__} "
-            f"{rng_key!r}."
-        )
+from ..mechanisms.base import check_key
 
 
 def first_key(rng_key):
@@ -39,7 +27,7 @@ class PerChainKernel(MCMCKernel):
     _sample_fn = None
 
     def _start(self, rng_key, init_one):
-        check_rng_key(rng_key)
+        check_key(rng_key, batched=True)
         if is_prng_key(rng_key):
             self._sample_fn = self._sample_one
             return init_one(rng_key)

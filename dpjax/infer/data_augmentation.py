@@ -23,8 +23,9 @@ from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
 from numpyro.primitives import Messenger
 
-from ..primitives import INFER_KEY, SiteRoles, concrete, record_statistics, simulate, site_roles
-from .chains import PerChainKernel, check_rng_key, first_key, records_hidden
+from ..mechanisms.base import check_key, concrete
+from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
+from .chains import PerChainKernel, first_key, records_hidden
 from .noncentred import (
     AUTO_POISSON_RATE,
     POISSON_RATE_LIMIT,
@@ -211,7 +212,7 @@ class DataAugmentationKernel(PerChainKernel):
         return lambda z: z  # z already holds constrained values
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        check_rng_key(rng_key)
+        check_key(rng_key, batched=True)
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
         # static structure and host-side checks, once, outside any vmap over chains
         tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)

@@ -21,7 +21,7 @@ from numpyro.distributions import constraints
 
 from . import exact
 
-__all__ = ["Guarantee", "IntegerMechanism", "Mechanism", "integer"]
+__all__ = ["Guarantee", "IntegerMechanism", "Mechanism", "check_key", "concrete", "integer"]
 
 
 class _Integer(constraints.Constraint):
@@ -97,8 +97,9 @@ class Guarantee(NamedTuple):
         return "; ".join(parts) if parts else "no formal guarantee (noise scale given directly)"
 
 
-def _is_traced(value) -> bool:
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(value))
+def concrete(*values) -> bool:
+    """Whether every leaf of ``values`` is concrete (no JAX tracer), so it can be checked on the host."""
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
 def positive(name: str, value, *, allow_none: bool = False):
@@ -107,7 +108,7 @@ def positive(name: str, value, *, allow_none: bool = False):
         if allow_none:
             return None
         raise ValueError(f"`{name}` is required.")
-    if _is_traced(value):
+    if not concrete(value):
         raise ValueError(
             f"`{name}` must be a concrete number, not a traced JAX value: build the mechanism outside "
             "jax.jit / jax.vmap / jax.grad (for now a traced privacy parameter is not supported), "
@@ -133,19 +134,21 @@ def positive_integer(name: str, value):
     return arr
 
 
-def check_key(rng_key, *, allow_none: bool = False):
-    """Raise ``ValueError`` naming ``rng_key`` unless it is one JAX PRNG key (typed or legacy)."""
+def check_key(rng_key, *, allow_none: bool = False, batched: bool = False):
+    """Raise ``ValueError`` naming ``rng_key`` unless it is one JAX PRNG key (typed or legacy) or,
+    with ``batched``, also a 1-d batch of them (one per chain)."""
     if rng_key is None and allow_none:
         return
     dtype, shape = getattr(rng_key, "dtype", None), getattr(rng_key, "shape", None)
     if dtype is not None:
-        if jnp.issubdtype(dtype, jax.dtypes.prng_key) and shape == ():
+        ndims = (0, 1) if batched else (0,)
+        if jnp.issubdtype(dtype, jax.dtypes.prng_key) and len(shape) in ndims:
             return
-        if dtype == np.uint32 and len(shape) == 1:  # legacy jax.random.PRNGKey(seed)
+        if dtype == np.uint32 and len(shape) >= 1 and len(shape) - 1 in ndims:  # jax.random.PRNGKey
             return
     hint = " or None (the operating system's CSPRNG, for a real publication)" if allow_none else ""
     raise ValueError(
-        f"`rng_key` must be one JAX PRNG key, e.g. jax.random.key(0) or jax.random.PRNGKey(0){hint}; "
+        f"`rng_key` must be a JAX PRNG key, e.g. jax.random.key(0) or jax.random.PRNGKey(0){hint}; "
         f"got {rng_key!r}."
     )
 
@@ -242,7 +245,7 @@ def _host_rng(rng_key):
     """``secrets.SystemRandom()`` for ``None``; else ``random.Random`` seeded from the key's bits."""
     if rng_key is None:
         return secrets.SystemRandom()
-    if _is_traced(rng_key):
+    if not concrete(rng_key):
         raise ValueError(_NOT_TRACEABLE)
     bits = np.asarray(jax.random.bits(rng_key, (4,), jnp.uint32))
     return random.Random(int.from_bytes(bits.astype("<u4").tobytes(), "little"))
@@ -275,7 +278,7 @@ class IntegerMechanism(Mechanism):
         >>> round(float(m.log_density(2**62 + 3, 2**62)), 4)
         -3.7719
         """
-        if not (_is_traced(release) or _is_traced(statistic)):
+        if concrete(release, statistic):
             try:
                 r, t = exact.integer_array(release, "release"), exact.integer_array(statistic, "statistic")
             except ValueError:  # not integers: the JAX path gives -inf off the support
@@ -314,7 +317,7 @@ class IntegerMechanism(Mechanism):
         True
         """
         check_key(rng_key, allow_none=True)
-        if _is_traced(statistic):
+        if not concrete(statistic):
             raise ValueError(_NOT_TRACEABLE)
         values = exact.integer_array(statistic, "statistic")
         params = np.asarray(self._exact_params, dtype=object)
