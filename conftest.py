@@ -1,8 +1,79 @@
 """Test-session setup: two host CPU devices, so ``chain_method="parallel"`` really runs chains on
-separate devices (pyproject turns NumPyro's "not enough devices" fallback warning into an error)."""
+separate devices (pyproject turns NumPyro's "not enough devices" fallback warning into an error);
+and the ``x64`` marker, put here on the tests listed in ``X64_TESTS``."""
 
 import os
+
+import pytest
 
 _FLAG = "--xla_force_host_platform_device_count=2"
 if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
+
+# The CI's second run, `JAX_ENABLE_X64=1 pytest -m x64` (about 1.5 min): the tests whose answers
+# depend on the float width, fast enough to run twice. Entries are node ids: a file (all its tests),
+# a test function (all its parametrizations) or one parametrization. In a plain `pytest` run an
+# entry that matches nothing (a renamed test or file) adds a failing test, x64_tests_entries_match,
+# so nothing leaves the x64 run silently.
+X64_TESTS = (
+    # mechanisms: exact densities, pmfs, normalizers, samplers, parameter validation
+    "tests/test_mechanisms.py",
+    "tests/test_mechanism_properties.py",
+    # privatized: validation of releases and statistics (the float32 magnitude checks among them)
+    "tests/test_primitives.py",
+    # exact integer releases (integer arithmetic, int64 and beyond)
+    "tests/test_exact_release.py",
+    # DA kernel against exact posteriors, small models, exact θ-step (the NUTS ones are 3x slower)
+    "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[exact-discrete-laplace]",
+    "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[exact-two-sites]",
+    "tests/test_data_augmentation.py::test_normal_sum_gaussian_noise_exact_posterior[exact]",
+    # float precision: integer values, large totals, noise scales, the Poisson noise map's limit
+    "tests/test_reliability.py::test_non_integer_release_for_a_discrete_mechanism_is_refused_by_every_engine",
+    "tests/test_reliability.py::test_non_integer_statistic_for_a_discrete_mechanism_is_refused",
+    "tests/test_reliability.py::test_nan_and_inf_releases_under_jit_vmap_flag_the_chain_and_give_nan_draws",
+    "tests/test_reliability.py::test_poisson_large_rates_keep_the_imputed_total_exact",
+    "tests/test_reliability.py::test_census_scale_count_is_imputed_exactly_in_x64",
+    "tests/test_reliability.py::test_float32_refusals_are_accepted_in_x64",
+    "tests/test_reliability.py::test_poisson_noncentred_moves_exact_across_the_representable_region",
+)
+
+
+def _selected(nodeid: str, entry: str) -> bool:
+    return nodeid == entry or nodeid.startswith((entry + "::", entry + "["))
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config, items):
+    matched = set()
+    for item in items:
+        for entry in X64_TESTS:
+            if _selected(item.nodeid, entry):
+                item.add_marker(pytest.mark.x64)
+                matched.add(entry)
+    if config.args_source != pytest.Config.ArgsSource.TESTPATHS:  # not a plain `pytest` run
+        return
+    modules = {i.nodeid.split("::")[0]: i.parent for i in items if isinstance(i.parent, pytest.Module)}
+    files = [e.split("::")[0] for e in X64_TESTS]
+    stale = [
+        e
+        for e, f in zip(X64_TESTS, files)
+        if e not in matched and (f in modules or not (config.rootpath / f).exists())
+    ]
+    if stale and modules:  # a failing test in both runs (an error raised here is lost in an xdist worker)
+
+        def x64_tests_entries_match():
+            pytest.fail(f"conftest.py X64_TESTS entries that match no test: {stale}", pytrace=False)
+
+        in_file = [modules[e.split("::")[0]] for e in stale if e.split("::")[0] in modules]
+        parent = (in_file or list(modules.values()))[0]  # the stale entry's file where it exists
+        check = pytest.Function.from_parent(
+            parent, name="x64_tests_entries_match", callobj=x64_tests_entries_match
+        )
+        check.add_marker(pytest.mark.x64)
+        items.append(check)
+
+
+def pytest_report_header(config):
+    import jax
+
+    return f"jax_enable_x64: {jax.config.jax_enable_x64}"

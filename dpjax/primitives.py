@@ -3,6 +3,7 @@ release mechanism applied to ``T = Σᵢ t(recordᵢ)``, with dpjax metadata in 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -10,7 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
+import numpyro.distributions as dist
 from numpyro import handlers
+from numpyro.primitives import _PYRO_STACK
 
 from .mechanisms import Mechanism
 from .mechanisms.base import IntegerMechanism, concrete
@@ -94,6 +97,68 @@ def _check_release(name, mechanism, per_record, total, obs):
         )
 
 
+def _discrete_latent_records(record_sites, plate):
+    """``(records, theta)``: this call's record sites that the enclosing trace holds as latent and
+    discrete, and the other discrete latent sites outside ``plate`` traced so far. The record sites
+    come before the release (their values are its arguments), so the trace already holds them."""
+    traces = (getattr(h, "trace", None) for h in reversed(_PYRO_STACK) if isinstance(h, handlers.trace))
+    tr = next(traces, None)
+    if not tr:
+        return [], []
+
+    def discrete_latent(site):
+        return site["type"] == "sample" and not site["is_observed"] and site["fn"].support.is_discrete
+
+    records = [k for k in record_sites if k in tr and discrete_latent(tr[k])]
+    theta = [
+        k
+        for k, s in tr.items()
+        if k not in record_sites
+        and discrete_latent(s)
+        and all(f.name != plate for f in s.get("cond_indep_stack", ()))
+    ]
+    return records, theta
+
+
+def _inside_initialize_model() -> bool:
+    """Whether NumPyro's ``initialize_model`` is on the call stack: the set-up of NUTS, HMC, SA,
+    BarkerMH, the ensemble samplers and the autoguides, which all treat a discrete latent site by
+    enumeration. dpjax's own engines and ``Predictive`` trace the model without it (and the inner
+    NUTS of DataAugmentationKernel sees the records conditioned, i.e. observed)."""
+    from numpyro.infer.util import initialize_model
+
+    code = getattr(initialize_model, "__code__", None)
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _check_gradient_sampler(name, record_sites, plate):
+    """A clear error for discrete latent records under NUTS/HMC, where NumPyro would fail inside
+    its enumeration machinery (or, with funsor installed, enumerate each record on its own, which the
+    release's Σ over all records does not allow)."""
+    records, theta = _discrete_latent_records(record_sites, plate)
+    if not records or not _inside_initialize_model():
+        return
+    theta_note = (
+        f"; the θ sites {theta} are discrete too, so pass `theta_update=` (an exact draw of θ given the "
+        "records) in place of that NUTS step"
+        if theta
+        else "; for a discrete θ pass `theta_update=` (an exact draw of θ given the records)"
+    )
+    raise ValueError(
+        f"privatized site {name!r}: the record sites {records} are discrete latent sites, which "
+        "NUTS/HMC (and NumPyro's other samplers and autoguides built on `initialize_model`) cannot "
+        "update: they have no gradient, and they cannot be enumerated one by one because the release "
+        "depends on all of them through T = Σ t(record). Impute them with "
+        "MCMC(dpjax.infer.DataAugmentationKernel(model), ...), which updates the records exactly and θ "
+        f"given the records with an inner NUTS{theta_note}; or use dpjax.infer.exact_abc."
+    )
+
+
 def privatized(
     name: str,
     mechanism: Mechanism,
@@ -166,6 +231,8 @@ def privatized(
     if concrete(per_record, raw_obs):
         # check the value as given, before float32 rounding can hide a non-integer or a too-large release
         _check_release(name, mechanism, per_record, total, None if raw_obs is None else np.asarray(raw_obs))
+    if _PYRO_STACK:
+        _check_gradient_sampler(name, tuple(records), plate)
     info = PrivatizedInfo(mechanism, statistic, plate, tuple(records), tuple(records.values()))
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})
 
@@ -180,6 +247,42 @@ class SiteRoles(NamedTuple):
     public_records: tuple[str, ...]
 
 
+_WRAPPERS = (dist.MaskedDistribution, dist.ExpandedDistribution, dist.Independent)
+
+
+def _check_unweighted(name, site, privatized=True):
+    """The one site-handler rule of every engine: a scale (``handlers.scale``, a subsampled plate)
+    or a mask (``handlers.mask``, ``fn.mask(...)``) on a site the engines read would be honoured by
+    some (NumPyro's log density in the θ-step) and ignored by others (simulation in ABC and the
+    record sweep's proposals, the exact η(s | T) of a release), so both are refused."""
+    what = f"privatized site {name!r}" if privatized else f"site {name!r}"
+    why = (
+        "dpjax engines use the release's exact likelihood η(s | T) and do not reweight it"
+        if privatized
+        else "dpjax engines also simulate θ and the records from their distributions, which a scale or "
+        "mask does not change, so the engines would disagree"
+    )
+    scale = site.get("scale")
+    if scale is not None and not (concrete(scale) and np.all(np.asarray(scale) == 1)):
+        shown = np.asarray(scale).tolist() if concrete(scale) else "a traced value"
+        raise ValueError(
+            f"{what} is under a likelihood scale ({shown}; from numpyro.handlers.scale or a subsampled "
+            f"plate): {why}. Remove the scale around it (a tempered / power likelihood will come through "
+            "an explicit argument)."
+        )
+    fn = site["fn"]
+    while isinstance(fn, _WRAPPERS):
+        if isinstance(fn, dist.MaskedDistribution):
+            mask = fn._mask
+            if not (concrete(mask) and np.all(np.asarray(mask))):
+                shown = np.asarray(mask).tolist() if concrete(mask) else "a traced value"
+                raise ValueError(
+                    f"{what} is masked (mask {shown}; from numpyro.handlers.mask or fn.mask(...)): {why}. "
+                    "Remove the mask around it, or leave what it hides out of the model."
+                )
+        fn = fn.base_dist
+
+
 def site_roles(tr) -> SiteRoles:
     """Roles of a model trace's sites for every dpjax engine, with the records plate validated."""
     privatized = tuple(
@@ -192,6 +295,7 @@ def site_roles(tr) -> SiteRoles:
     for name, _ in privatized:
         if not tr[name]["is_observed"]:
             raise ValueError(f"privatized site {name!r} needs the observed release: pass `obs=`.")
+        _check_unweighted(name, tr[name])
     plates = {info.plate for _, info in privatized}
     if len(plates) != 1:
         raise ValueError(f"All privatized sites must share one records plate, got {sorted(plates)}.")
@@ -200,6 +304,12 @@ def site_roles(tr) -> SiteRoles:
     if plate not in known:
         raise ValueError(f"Records plate {plate!r} is not a plate of the model; plates: {known}.")
     size = tr[plate]["args"][0]
+    subsample = tr[plate]["args"][1] if len(tr[plate]["args"]) > 1 else None
+    if subsample is not None and subsample != size:
+        raise ValueError(
+            f"Records plate {plate!r} is subsampled ({subsample} of {size}); the release depends on every "
+            "record through T = Σ t(record), so dpjax engines need the whole plate: drop `subsample_size`."
+        )
     names = {name for name, _ in privatized}
     in_plate = {}
     for name, site in tr.items():
@@ -236,6 +346,8 @@ def site_roles(tr) -> SiteRoles:
         k for k, s in tr.items() if s["type"] == "sample" and not s["is_observed"] and k not in in_plate
     )
     public = tuple(k for k, s in in_plate.items() if s["is_observed"])
+    for k in theta + latent_records + public:
+        _check_unweighted(k, tr[k], privatized=False)
     return SiteRoles(privatized, theta, latent_records, public)
 
 

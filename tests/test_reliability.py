@@ -194,13 +194,42 @@ def poisson_blocks(n, s=None, shape=100.0, mean=1e5):
     dpjax.privatized("total", DLAPLACE, lambda r: r["x"], {"x": x}, plate="blocks", obs=s)
 
 
-@pytest.mark.skipif(X64, reason="float32 only")
 def test_poisson_large_rates_keep_the_imputed_total_exact():
     """The probe's reproducer: T − s had sd 19.97 with the default moves (exact ≈ 1.3)."""
     with pytest.warns(UserWarning, match="Non-centred θ-moves are off"):
         mcmc = run_da(poisson_blocks, 100, 10_001_234.0, num_warmup=200, num_samples=300)
     t = np.asarray(mcmc.get_extra_fields()["statistics"]["total"], float) - 10_001_234.0
     assert t.std() < 2.0 and np.abs(t).max() < 12, (t.std(), np.abs(t).max())
+
+
+@pytest.mark.skipif(not X64, reason="x64 only: float32 refuses this release (tested above)")
+def test_census_scale_count_is_imputed_exactly_in_x64():
+    """What the float32 refusal points to: with x64 a total beyond 2**24 is carried exactly
+    (float32 would round T to multiples of 2 here)."""
+    s = 20_001_234.0
+    model = lambda n, s: poisson_blocks(n, s, mean=2e4)
+    with pytest.warns(UserWarning, match="Non-centred θ-moves are off"):
+        mcmc = run_da(model, 1000, s, num_warmup=200, num_samples=300)
+    t = np.asarray(mcmc.get_extra_fields()["statistics"]["total"], np.float64) - s
+    assert t.std() < 2.0 and np.abs(t).max() < 12, (t.std(), np.abs(t).max())
+
+
+@pytest.mark.parametrize(
+    "mech, s",
+    [
+        (dpjax.GaussianMechanism(sigma=0.01), 3.0e5),  # float32 spacing 0.03 > noise scale / 100
+        (dpjax.GaussianMechanism(sigma=1e-20), 15.0),
+        (dpjax.LaplaceMechanism(scale=1e-38), 15.0),
+        (dpjax.DiscreteGaussianMechanism(sigma=1e-20), 15.0),
+    ],
+    ids=["sum-resolution", "gauss-scale", "laplace-scale", "dgauss-scale"],
+)
+@pytest.mark.skipif(not X64, reason="x64 only: float32 refuses these (tested above)")
+def test_float32_refusals_are_accepted_in_x64(mech, s):
+    tr = numpyro.handlers.trace(numpyro.handlers.seed(count_model, 0)).get_trace(50, s, mech)
+    site = tr["count"]
+    assert site["value"].dtype == jnp.float64 and float(site["value"]) == s
+    assert np.isfinite(float(site["fn"].log_prob(site["value"])))
 
 
 def exact_poisson_moments(n, s, shape, rate, mech):

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 from jax import random
+from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
@@ -25,6 +26,15 @@ from numpyro.primitives import Messenger
 
 from ..mechanisms.base import check_key, concrete
 from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
+from .auto_moves import (
+    BURN_IN_STAGES,
+    PILOT_CHAINS,
+    MovesPilot,
+    fingerprint,
+    pilot_length,
+    pilot_moves,
+    remembered,
+)
 from .chains import PerChainKernel, first_key, records_hidden
 from .noncentred import (
     AUTO_POISSON_RATE,
@@ -103,8 +113,13 @@ class DataAugmentationKernel(PerChainKernel):
     :param noncentred_moves: random-walk Metropolis moves of θ per iteration with the records held
         fixed as noise variables u, x = g(θ, u) (interweaving; see :mod:`dpjax.infer.noncentred`).
         They keep θ mixing when the release is weak compared with the data. ``"auto"`` (default):
-        5 where every latent record site has a noise representation and θ is continuous, else 0.
-        ``0`` gives the seed's plain Algorithm 1.
+        5 where every latent record site has a noise representation and θ is continuous, else 0;
+        with at least 300 warmup iterations, a timed pilot (4 chains, a fifth of the warmup in
+        extra iterations, one more compilation) keeps them only where they raise the
+        ESS per second 1.5-fold (:mod:`dpjax.infer.auto_moves`; the outcome is in
+        ``kernel.moves_pilot`` and is remembered for the same model, settings and data, so the same
+        key gives the same draws within a session). ``0`` gives the seed's plain Algorithm 1; an
+        int fixes the number of moves, with no pilot.
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
 
     Extra fields for ``MCMC.run(..., extra_fields=...)`` and ArviZ: ``record_accept_rate``,
@@ -178,6 +193,8 @@ class DataAugmentationKernel(PerChainKernel):
         self._supports = None
         self._num_warmup = 0
         self._spec: SiteRoles | None = None
+        #: what the ``"auto"`` pilot measured and chose (None when no pilot ran)
+        self.moves_pilot: MovesPilot | None = None
 
     # ---------------------------------------------------------------- NumPyro-facing
     @property
@@ -238,9 +255,59 @@ class DataAugmentationKernel(PerChainKernel):
                 "NaN at the initial imputed database, or θ is outside its support. Check the release "
                 "against the mechanism (an integer mechanism needs an integer release) and `init_params`."
             )
+        if self._noncentred == "auto" and self._num_moves:
+            self.moves_pilot = self._pilot(init_one, init_params, model_args, model_kwargs)
+            if self.moves_pilot is not None and not self.moves_pilot.num_moves:
+                self._num_moves = 0
+                state = state._replace(nc=(), nc_step_size=jnp.zeros_like(state.nc_step_size))
         return state
 
     # ---------------------------------------------------------------- internals
+    def _pilot(self, init_one, init_params, model_args, model_kwargs) -> MovesPilot | None:
+        """``noncentred_moves="auto"``: time both variants on a few short chains (see
+        :mod:`dpjax.infer.auto_moves`); None (moves kept) when the warmup is too short for a
+        pilot or the model arguments are traced (under ``jit``/``vmap``)."""
+        length = pilot_length(self._num_warmup)
+        data = fingerprint(model_args, model_kwargs, init_params)
+        if not length or data is None:
+            return None
+        settings = (
+            self._model,
+            self._theta_update,
+            type(self._inner),
+            self._num_warmup,
+            jnp.result_type(float),
+        )
+
+        def flat_theta(z):
+            return ravel_pytree({k: biject_to(self._supports[k]).inv(z[k]) for k in self._spec.theta})[0]
+
+        def run(states, use_moves):
+            one = partial(
+                self._sample_one, model_args=model_args, model_kwargs=model_kwargs, use_moves=use_moves
+            )
+
+            def body(states, _):
+                states = jax.vmap(one)(states)
+                return states, jax.vmap(flat_theta)(states.z)
+
+            return jax.lax.scan(body, states, None, length=length)
+
+        def decide():
+            # its own fixed keys: the choice depends on the model, settings and data only, and is
+            # made eagerly even when `init` is traced (chain_method="parallel" runs it under pmap)
+            # Its adaptation (inner NUTS, move steps) ends with its burn-in, so the timed stages
+            # see tuned samplers, as the run will after its warmup.
+            num_warmup, self._num_warmup = self._num_warmup, BURN_IN_STAGES * length
+            try:
+                with jax.ensure_compile_time_eval():
+                    keys = random.split(random.key(0), PILOT_CHAINS)
+                    return pilot_moves(jax.jit(run), jax.jit(jax.vmap(init_one))(keys), self._num_moves)
+            finally:
+                self._num_warmup = num_warmup
+
+        return remembered((settings, data), decide)
+
     def _simulate(self, rng_key, theta, model_args, model_kwargs):
         """One vectorised model call: fresh records x* ~ f(·|θ) for every record slot."""
         tr, _ = simulate(rng_key, self._model, (), model_args, model_kwargs, data=theta)
@@ -400,7 +467,28 @@ class DataAugmentationKernel(PerChainKernel):
             self._num_moves = self._noncentred
         self._num_warmup = num_warmup
 
-    def _sample_one(self, state, model_args, model_kwargs):
+    def _moves(self, rng_key, nc, public, model_args, model_kwargs, theta, records, theta_state):
+        """The non-centred θ-moves, then the statistics and the inner sampler's θ brought along."""
+        theta, records, nc, rate = noncentred_moves(
+            rng_key,
+            nc,
+            theta,
+            records,
+            model=self._model,
+            supports=self._supports,
+            num_moves=self._num_moves,
+            num_warmup=self._num_warmup,
+            model_args=model_args,
+            model_kwargs=model_kwargs,
+        )
+        t_now = self._per_record({**public, **records})
+        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
+        if self._inner is not None:  # point the inner sampler at the moved θ
+            z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in self._spec.theta}
+            theta_state = theta_state._replace(z={**theta_state.z, **z})
+        return theta, records, nc, rate, statistics, theta_state
+
+    def _sample_one(self, state, model_args, model_kwargs, use_moves=None):
         spec = self._spec
         key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
         theta = {k: state.z[k] for k in spec.theta}
@@ -419,24 +507,15 @@ class DataAugmentationKernel(PerChainKernel):
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, result.residuals)}
         nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
         if self._num_moves:
-            theta, records, nc, nc_rate = noncentred_moves(
-                key_nc,
-                state.nc,
-                theta,
-                records,
-                model=self._model,
-                supports=self._supports,
-                num_moves=self._num_moves,
-                num_warmup=self._num_warmup,
-                model_args=model_args,
-                model_kwargs=model_kwargs,
-            )
+            moved = partial(self._moves, key_nc, state.nc, public, model_args, model_kwargs)
+            unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)
+            if use_moves is None:
+                theta, records, nc, nc_rate, statistics, theta_state = moved(theta, records, theta_state)
+            else:  # the pilot's switch: a scalar shared by its chains, so a real branch under vmap
+                theta, records, nc, nc_rate, statistics, theta_state = jax.lax.cond(
+                    use_moves, moved, unmoved, theta, records, theta_state
+                )
             nc_step = jnp.exp(state.nc.log_step)
-            t_now = self._per_record({**public, **records})
-            statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
-            if self._inner is not None:  # point the inner sampler at the moved θ
-                z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in spec.theta}
-                theta_state = theta_state._replace(z={**theta_state.z, **z})
         valid = state.valid & jnp.isfinite(result.log_density) & self._theta_ok(theta)
         nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
         return DAState(

@@ -13,6 +13,7 @@ from .gaussian import (
     analytic_gaussian_sigma,
 )
 from .laplace import DiscreteLaplace, DiscreteLaplaceMechanism, LaplaceMechanism
+from .opendp import from_opendp
 from .preprocessing import clamp, normalize
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Mechanism",
     "analytic_gaussian_sigma",
     "clamp",
+    "from_opendp",
     "integer",
     "normalize",
 ]

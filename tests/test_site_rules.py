@@ -1,0 +1,194 @@
+"""Site rules shared by every engine: discrete latent records under NumPyro's NUTS/HMC give a clear
+error pointing to DataAugmentationKernel, and a scaled or masked privatized site is refused by
+every dpjax engine before any draws."""
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro import handlers
+from numpyro.infer import HMC, MCMC, NUTS, DiscreteHMCGibbs, Predictive
+from numpyro.infer.gibbs import prototype_trace
+
+import dpjax
+from dpjax.infer import DataAugmentationKernel, PseudoMarginalABC, exact_abc, is_mcem
+from dpjax.primitives import site_roles
+
+LAPLACE = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+
+
+def count_model(n, s=None, around=None):
+    """Bernoulli records, the release on their count; ``around`` wraps the privatized site only."""
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    with around() if around is not None else contextlib.nullcontext():
+        dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
+def poisson_model(n, s=None):
+    lam = numpyro.sample("lam", dist.Gamma(2.0, 1.0))
+    with numpyro.plate("people", n):
+        x = numpyro.sample("x", dist.Poisson(lam))
+    dpjax.privatized("total", LAPLACE, lambda r: r["x"], {"x": x}, plate="people", obs=s)
+
+
+def discrete_theta_model(n, s=None):
+    k = numpyro.sample("k", dist.Categorical(jnp.array([0.5, 0.5])))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(jnp.array([0.2, 0.8])[k]))
+    dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
+def normal_model(n, s=None):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    with numpyro.plate("people", n):
+        x = numpyro.sample("x", dist.Normal(mu, 1.0))
+    dpjax.privatized("sum", LAPLACE, lambda r: r["x"], {"x": x}, plate="people", obs=s)
+
+
+def run_mcmc(kernel, *args, num_chains=1, **kw):
+    mcmc = MCMC(kernel, num_warmup=10, num_samples=10, num_chains=num_chains, progress_bar=False, **kw)
+    mcmc.run(jax.random.key(0), *args)
+    return mcmc
+
+
+# ------------------------------------------------------------------ discrete latent records under NUTS/HMC
+@pytest.mark.parametrize(
+    "kernel, model, sites",
+    [(NUTS, count_model, "'yes'"), (HMC, poisson_model, "'x'")],
+    ids=["nuts-bernoulli", "hmc-poisson"],
+)
+def test_nuts_on_discrete_latent_records_points_to_data_augmentation(kernel, model, sites):
+    with pytest.raises(ValueError, match=rf"record sites \[{sites}\] are discrete latent sites") as e:
+        run_mcmc(kernel(model), 10, jnp.array(7.0))
+    assert "dpjax.infer.DataAugmentationKernel(model)" in str(e.value)
+    assert "theta_update=" in str(e.value)
+
+
+def test_nuts_with_vectorized_chains_gets_the_same_error():
+    with pytest.raises(ValueError, match="DataAugmentationKernel"):
+        run_mcmc(NUTS(count_model), 10, jnp.array(7.0), num_chains=2, chain_method="vectorized")
+
+
+def test_discrete_theta_is_named_with_theta_update():
+    with pytest.raises(ValueError, match=r"θ sites \['k'\] are discrete too, so pass `theta_update=`"):
+        run_mcmc(NUTS(discrete_theta_model), 10, jnp.array(7.0))
+
+
+def test_nuts_on_continuous_latent_records_still_runs():
+    mcmc = run_mcmc(NUTS(normal_model), 5, jnp.array(1.5))
+    samples = mcmc.get_samples()
+    assert samples["mu"].shape == (10,) and samples["x"].shape == (10, 5)
+    assert np.all(np.isfinite(samples["mu"]))
+
+
+def test_the_error_does_not_fire_where_the_records_are_handled():
+    # `init` is where NUTS traces the model (initialize_model): dpjax's own kernel, whose inner NUTS
+    # sees the records conditioned, and NumPyro's Gibbs updates of discrete sites
+    key, args = jax.random.key(0), (10, jnp.array(7.0))
+    DataAugmentationKernel(count_model, noncentred_moves=0).init(key[None], 10, None, args, {})
+    DiscreteHMCGibbs(NUTS(count_model)).init(key, 10, None, args, {})
+    # prototype traces and predictive simulation
+    prototype_trace(count_model, jax.random.key(0), (10, jnp.array(7.0)), {})
+    assert Predictive(count_model, num_samples=2)(jax.random.key(0), 10)["count"].shape == (2,)
+
+
+# ------------------------------------------------------------------ one scale / mask rule for every engine
+def engines(model, *args):
+    """Each of the four engines on ``model``; each call must raise before any draws."""
+    yield "DataAugmentationKernel", lambda: run_mcmc(DataAugmentationKernel(model), *args)
+    yield "exact_abc", lambda: exact_abc(jax.random.key(0), model, *args, num_samples=5, progress_bar=False)
+    yield "PseudoMarginalABC", lambda: run_mcmc(PseudoMarginalABC(model, 4), *args)
+    yield (
+        "is_mcem",
+        lambda: is_mcem(jax.random.key(0), model, {"p": 0.5}, *args, num_particles=(10,), tolerances=(1e-2,)),
+    )
+
+
+SCALED = {
+    "handlers.scale(model)": handlers.scale(count_model, 2.0),
+    "scale around the site": lambda n, s: count_model(n, s, around=lambda: handlers.scale(scale=2.0)),
+}
+MASKED = {
+    "handlers.mask(model)": handlers.mask(count_model, mask=False),
+    "mask around the site": lambda n, s: count_model(n, s, around=lambda: handlers.mask(mask=False)),
+    "array mask": lambda n, s: count_model(n, s, around=lambda: handlers.mask(mask=jnp.array(False))),
+}
+
+
+@pytest.mark.parametrize("how", list(SCALED))
+def test_scaled_privatized_site_is_refused_by_every_engine(how):
+    for engine, call in engines(SCALED[how], 10, jnp.array(7.0)):
+        with pytest.raises(ValueError, match=r"privatized site 'count' is under a likelihood scale \(2\.0"):
+            call()
+            pytest.fail(f"{engine} accepted a scaled privatized site")
+
+
+@pytest.mark.parametrize("how", list(MASKED))
+def test_masked_privatized_site_is_refused_by_every_engine(how):
+    for engine, call in engines(MASKED[how], 10, jnp.array(7.0)):
+        with pytest.raises(ValueError, match=r"privatized site 'count' is masked"):
+            call()
+            pytest.fail(f"{engine} accepted a masked privatized site")
+
+
+@pytest.mark.parametrize(
+    "around",
+    [
+        lambda: handlers.scale(scale=1.0),
+        lambda: handlers.mask(mask=True),
+        lambda: handlers.mask(mask=jnp.array(True)),
+    ],
+    ids=["scale-1", "mask-True", "mask-array-True"],
+)
+def test_unit_scale_and_all_true_mask_are_accepted(around):
+    model = lambda n, s: count_model(n, s, around=around)
+    tr = prototype_trace(model, jax.random.key(0), (10, jnp.array(7.0)), {})
+    assert site_roles(tr).latent_records == ("yes",)
+
+
+def test_subsampled_records_plate_is_refused_with_its_own_message():
+    def model(n, s=None):
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+        with numpyro.plate("people", n, subsample_size=5):
+            yes = numpyro.sample("yes", dist.Bernoulli(p))
+        dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+    tr = prototype_trace(model, jax.random.key(0), (10, jnp.array(3.0)), {})
+    with pytest.raises(ValueError, match=r"Records plate 'people' is subsampled \(5 of 10\)"):
+        site_roles(tr)
+
+
+def scaled_records_model(n, s=None):
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n), handlers.scale(scale=3.0):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
+def masked_prior_model(n, s=None):
+    with handlers.mask(mask=False):
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (scaled_records_model, r"site 'yes' is under a likelihood scale"),
+        (masked_prior_model, r"site 'p' is masked"),
+    ],
+)
+def test_scaled_or_masked_record_and_theta_sites_are_refused_by_every_engine(model, message):
+    # the θ-step's log density would honour them; simulation (ABC, the sweep's proposals) would not
+    for engine, call in engines(model, 10, jnp.array(7.0)):
+        with pytest.raises(ValueError, match=message):
+            call()
+            pytest.fail(f"{engine} accepted {message}")
