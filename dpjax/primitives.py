@@ -48,8 +48,11 @@ def record_statistics(statistic, records):
 def _check_release(name, mechanism, per_record, total, obs):
     """Host-side checks of a concrete release and statistic that would otherwise give a silently
     wrong posterior: non-integer values for an integer mechanism, magnitudes the working float type
-    cannot carry at the mechanism's noise scale, and noise scales outside its range."""
+    cannot carry at the mechanism's noise scale, and noise scales outside its range. The checks that
+    need the noise scale are skipped when the mechanism's parameters are traced (e.g. a mechanism
+    built inside ``jax.vmap`` over a grid of ε): only the concrete release and statistic are checked."""
     dtype = np.dtype(total.dtype)
+    known_scale = concrete(mechanism, mechanism.scale)
     exact = isinstance(mechanism, IntegerMechanism)
     t = np.asarray(per_record, dtype=float)
     values = {"the release `obs`": np.asarray(obs, float)} if obs is not None else {}
@@ -70,9 +73,9 @@ def _check_release(name, mechanism, per_record, total, obs):
     magnitude = float(max(np.max(total_size, initial=0.0), np.max(release, initial=0.0)))
     if dtype == np.float32 and magnitude > 0:
         spacing = float(np.spacing(np.float32(magnitude)))
-        scale = float(np.min(np.asarray(mechanism.scale, float)))
+        scale = float(np.min(np.asarray(mechanism.scale, float))) if known_scale else None
         carried = integers and magnitude < 2.0**24
-        if not carried and (exact or spacing > scale / 100):
+        if not carried and (exact or (known_scale and spacing > scale / 100)):
             need = (
                 "exact integers (float32 holds them only up to 2**24 = 16 777 216)"
                 if exact
@@ -84,6 +87,8 @@ def _check_release(name, mechanism, per_record, total, obs):
                 "Enable 64-bit floats before building the model: jax.config.update('jax_enable_x64', "
                 "True) (or JAX_ENABLE_X64=1), or centre the statistic by a public offset."
             )
+    if not known_scale:
+        return
     scale = np.asarray(mechanism.scale, float)
     # the density must stay finite at residuals from 0 up to the largest one an imputation can reach
     largest = np.full_like(scale, np.round(2 * magnitude) + 1.0)

@@ -21,23 +21,51 @@ def first_key(rng_key):
 
 
 class PerChainKernel(MCMCKernel):
-    """Subclasses define ``_sample_one(state, model_args, model_kwargs)`` and, in ``init``,
-    return ``self._start(rng_key, init_one)`` with ``init_one(rng_key) -> state``."""
+    """Subclasses define ``_sample_one(state, model_args, model_kwargs)`` and
+    ``_refresh_one(state, model_args, model_kwargs)`` and, in ``init``, return
+    ``self._start(rng_key, init_one)`` with ``init_one(rng_key) -> state``.
+
+    NumPyro 0.22's block protocol (so the kernels nest in ``numpyro.infer.Gibbs``): ``refresh`` runs
+    ``_refresh_one`` per chain, ``get_constrain_fn`` is the identity (``z`` holds constrained values)
+    and subclasses define ``wrap_model``."""
 
     _sample_fn = None
+    _refresh_fn = None
 
     def _start(self, rng_key, init_one):
         check_key(rng_key, batched=True)
         if is_prng_key(rng_key):
-            self._sample_fn = self._sample_one
+            self._sample_fn, self._refresh_fn = self._sample_one, self._refresh_one
             return init_one(rng_key)
         self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
+        self._refresh_fn = jax.vmap(self._refresh_one, in_axes=(0, None, None))
         return jax.vmap(init_one)(rng_key)
 
     def sample(self, state, model_args, model_kwargs):
         if self._sample_fn is None:
             raise RuntimeError("Call `init` before `sample`.")
         return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+
+    def refresh(self, state, model_args, model_kwargs):
+        """Recompute what ``state`` caches from ``(model_args, model_kwargs)`` (for a block of
+        ``numpyro.infer.Gibbs``, the values of the sibling blocks' sites), per chain."""
+        if self._refresh_fn is None:
+            raise RuntimeError("Call `init` before `refresh`.")
+        return self._refresh_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+
+    def _refresh_one(self, state, model_args, model_kwargs):
+        raise NotImplementedError
+
+    def get_constrain_fn(self, model_args, model_kwargs):
+        """Identity: ``state.z`` already holds constrained values."""
+        return _identity
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return _identity  # z already holds constrained values
+
+
+def _identity(z):
+    return z
 
 
 def _blocked(model, hidden, *args, **kwargs):

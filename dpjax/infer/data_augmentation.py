@@ -181,6 +181,7 @@ class DataAugmentationKernel(PerChainKernel):
             inner_kernel = NUTS(model)
         self._model = model
         self._theta_update = theta_update
+        self._inner_kernel = inner_kernel  # as given, for `wrap_model`
         self._inner = (
             None
             if inner_kernel is None
@@ -216,17 +217,45 @@ class DataAugmentationKernel(PerChainKernel):
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"
         if self._inner is not None:
-            hs = state.theta_state
-            text += (
-                f" | θ: {int(hs.num_steps)} steps of size {float(hs.adapt_state.step_size):.2e},"
-                f" acc. prob {float(hs.mean_accept_prob):.2f}"
-            )
+            text += f" | θ: {self._inner.get_diagnostics_str(state.theta_state)}"
         if self._num_moves:
             text += f" | NC: acc. {float(state.nc_accept_rate):.2f}, step {float(state.nc_step_size):.2g}"
         return text
 
-    def postprocess_fn(self, model_args, model_kwargs):
-        return lambda z: z  # z already holds constrained values
+    # NumPyro 0.22's block protocol (`refresh`, `get_constrain_fn` of PerChainKernel): the kernel
+    # can be a block of `numpyro.infer.Gibbs`, which owns θ and the latent records of the block.
+    def wrap_model(self, wrapper):
+        """A new kernel of the same settings on ``wrapper(model)`` (its inner NUTS/HMC on the
+        wrapped model too), as ``numpyro.infer.Gibbs`` makes its blocks. The copy stores the latent
+        records in ``z`` (``store_records=True``): in a composite they are sites of this block, and
+        the sibling blocks are conditioned on them."""
+        common = dict(theta_update=self._theta_update, noncentred_moves=self._noncentred, store_records=True)
+        if self._inner_kernel is not None:
+            return type(self)(inner_kernel=self._inner_kernel.wrap_model(wrapper), **common)
+        return type(self)(wrapper(self._model), **common)
+
+    def _refresh_one(self, state, model_args, model_kwargs):
+        """Recompute the statistics of the imputed database (public records come from the
+        model's arguments), the chain's validity at them, and the inner sampler's cached potential
+        and gradient (with the records conditioned). Deterministic: θ and the records are kept."""
+        spec = self._spec
+        theta = {k: state.z[k] for k in spec.theta}
+        public, releases = self._observed(theta, state.records, model_args, model_kwargs)
+        t_now = self._per_record({**public, **state.records})
+        statistics = {
+            n: jnp.asarray(jnp.sum(t, 0), jnp.result_type(state.statistics[n]))
+            for (n, _), t in zip(spec.privatized, t_now)
+        }
+        log_eta = sum(
+            jnp.sum(info.mechanism.log_density(s, statistics[n]))
+            for (n, info), s in zip(spec.privatized, releases)
+        )
+        theta_state = state.theta_state
+        if self._inner is not None:
+            kw = with_conditioning(model_kwargs, state.records)
+            theta_state = self._inner.refresh(theta_state, model_args, kw)
+        valid = state.valid & jnp.isfinite(log_eta)
+        return state._replace(statistics=statistics, theta_state=theta_state, valid=valid)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         check_key(rng_key, batched=True)
@@ -349,20 +378,20 @@ class DataAugmentationKernel(PerChainKernel):
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
         theta_state = ()
-        if self._inner is None:
-            if init_params:
-                unknown = set(init_params) - set(spec.theta)
-                if unknown:
-                    raise ValueError(f"`init_params` has unknown sites {sorted(unknown)}.")
-                theta.update({k: jnp.asarray(v) for k, v in init_params.items()})
-        else:
-            if init_params:
-                raise ValueError(
-                    "With an inner NUTS/HMC θ-step, set initial values with "
-                    "NUTS(model, init_strategy=init_to_value(values=...))."
-                )
+        # constrained initial values of θ and/or the latent records (numpyro.infer.Gibbs gives
+        # every site of the block)
+        init_params = dict(init_params or {})
+        unknown = set(init_params) - set(spec.theta) - set(spec.latent_records)
+        if unknown:
+            raise ValueError(f"`init_params` has unknown sites {sorted(unknown)}.")
+        records.update({k: jnp.asarray(init_params[k], records[k].dtype) for k in records if k in init_params})
+        theta.update({k: jnp.asarray(init_params[k]) for k in theta if k in init_params})
+        if self._inner is not None:
             kw = with_conditioning(model_kwargs, records)
-            theta_state = self._inner.init(key_inner, num_warmup, None, model_args, kw)
+            unconstrained = None
+            if any(k in init_params for k in spec.theta):  # the inner NUTS/HMC starts on the unconstrained scale
+                unconstrained = {k: biject_to(self._supports[k]).inv(v) for k, v in theta.items()}
+            theta_state = self._inner.init(key_inner, num_warmup, unconstrained, model_args, kw)
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
         public = {k: jnp.asarray(tr[k]["value"]) for k in spec.public_records}

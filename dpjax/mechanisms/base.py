@@ -21,7 +21,15 @@ from numpyro.distributions import constraints
 
 from . import exact
 
-__all__ = ["Guarantee", "IntegerMechanism", "Mechanism", "check_key", "concrete", "integer"]
+__all__ = [
+    "Guarantee",
+    "IntegerMechanism",
+    "Mechanism",
+    "check_key",
+    "concrete",
+    "integer",
+    "pytree_mechanism",
+]
 
 
 class _Integer(constraints.Constraint):
@@ -64,6 +72,9 @@ class Guarantee(NamedTuple):
     ``epsilon_per_entry`` / ``rho_per_entry`` hold the per-entry values (nested tuples, shaped like
     the parameters) and ``epsilon`` / ``rho`` are the totals by basic composition (their sum).
 
+    A mechanism built from traced parameters (inside ``jax.jit`` / ``jax.vmap``) has a traced
+    guarantee: ``epsilon`` / ``rho`` are then JAX scalars and the per-entry values a JAX array.
+
     >>> import dpjax
     >>> g = dpjax.LaplaceMechanism(epsilon=[1.0, 2.0], sensitivity=1.0).guarantee
     >>> g.epsilon, g.epsilon_per_entry
@@ -81,12 +92,21 @@ class Guarantee(NamedTuple):
     @classmethod
     def composed(cls, kind: str, per_entry, **others) -> Guarantee:
         """The guarantee of ``kind`` (``"epsilon"`` or ``"rho"``) from a scalar or per-entry array."""
+        if not concrete(per_entry):
+            arr = jnp.asarray(per_entry)
+            if arr.ndim == 0:
+                return cls(**{kind: arr}, **others)
+            return cls(**{kind: arr.sum(), f"{kind}_per_entry": arr}, **others)
         arr = np.asarray(per_entry, dtype=float)
         if arr.ndim == 0:
             return cls(**{kind: float(arr)}, **others)
         return cls(**{kind: float(arr.sum()), f"{kind}_per_entry": _nested(arr)}, **others)
 
     def __str__(self):
+        if not concrete(tuple(self)):
+            return "a traced guarantee (its values are known only when the computation runs)"
+        if any(np.ndim(v) for v in (self.epsilon, self.delta, self.rho) if v is not None):
+            return repr(self)  # e.g. the stacked guarantees of a vmap over a grid of ε
         parts = []
         if self.epsilon is not None:
             each = f" (per entry {_entries(self.epsilon_per_entry)})" if self.epsilon_per_entry else ""
@@ -102,18 +122,25 @@ def concrete(*values) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
+def _xp(*values):
+    """``numpy`` for concrete values (host float64 arithmetic), ``jax.numpy`` for traced ones."""
+    return np if concrete(*values) else jnp
+
+
 def positive(name: str, value, *, allow_none: bool = False):
-    """Validate a positive finite scalar or array parameter before any tracing."""
+    """Validate a positive finite scalar or array parameter.
+
+    A traced value (a mechanism built inside ``jax.jit`` / ``jax.vmap``, e.g. over a grid of ε)
+    cannot be checked on the host: it is returned unchecked as a float JAX array, and an invalid
+    traced value (ε ≤ 0, NaN) gives NaN or infinite densities instead of an error. Validate a
+    grid before tracing over it.
+    """
     if value is None:
         if allow_none:
             return None
         raise ValueError(f"`{name}` is required.")
     if not concrete(value):
-        raise ValueError(
-            f"`{name}` must be a concrete number, not a traced JAX value: build the mechanism outside "
-            "jax.jit / jax.vmap / jax.grad (for now a traced privacy parameter is not supported), "
-            "e.g. one mechanism per value of a grid."
-        )
+        return jnp.asarray(value, dtype=jnp.result_type(float))
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -126,6 +153,8 @@ def positive(name: str, value, *, allow_none: bool = False):
 def positive_integer(name: str, value):
     """Validate a positive integer-valued scalar or array (the sensitivity of an integer statistic)."""
     arr = positive(name, value)
+    if not concrete(arr):  # traced: unchecked, like `positive`
+        return arr
     if not np.all(np.asarray(arr) == np.floor(arr)):
         raise ValueError(
             f"`{name}` must be an integer ≥ 1 for an integer-valued statistic (changing one record "
@@ -153,12 +182,44 @@ def check_key(rng_key, *, allow_none: bool = False, batched: bool = False):
     )
 
 
+def pytree_mechanism(data_fields, aux_fields=()):
+    """Class decorator registering a :class:`Mechanism` subclass as a JAX pytree.
+
+    ``data_fields`` name the attributes that may be traced (ε-derived scales, sensitivities,
+    normalizers: the pytree's leaves); ``aux_fields`` the static, hashable ones (always concrete).
+    Unflattening sets the attributes on a bare instance (no ``__init__``), so traced leaves are
+    never validated; cached properties (e.g. the exact rational parameters) are recomputed lazily.
+    """
+    data_fields, aux_fields = tuple(data_fields), tuple(aux_fields)
+
+    def register(cls):
+        def flatten(self):
+            return tuple(getattr(self, f) for f in data_fields), tuple(getattr(self, f) for f in aux_fields)
+
+        def unflatten(aux, children):
+            obj = object.__new__(cls)
+            for f, v in zip(data_fields + aux_fields, tuple(children) + tuple(aux)):
+                setattr(obj, f, v)
+            return obj
+
+        jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+        return cls
+
+    return register
+
+
 class Mechanism:
     """A noise-adding release mechanism ``release = T + noise``.
 
     Subclasses define :meth:`noise` (the noise law, centred at a location) and the guarantee.
     Conditioned on the confidential statistic ``T`` the mechanism is a NumPyro distribution over
     the release: ``mechanism(T)``; entries of a vector statistic get independent noise.
+
+    The built-in mechanisms are JAX pytrees whose privacy parameters may be traced: build them
+    inside ``jax.jit`` / ``jax.vmap`` (e.g. over a grid of ε, one compilation for all) and the
+    densities, ``mechanism(T)`` and ``guarantee`` are traced too. Only concrete parameters are
+    validated; the host-only parts (the exact integer ``release``, the analytic Gaussian
+    calibration from ``(epsilon, delta)``) raise ``ValueError`` for traced parameters.
     """
 
     #: Per-entry noise scale (the Laplace ``b`` or the Gaussian ``sigma``), scalar or array.
@@ -223,16 +284,19 @@ class Mechanism:
 
     def max_log_density(self, shape=()) -> float:
         """The maximum over releases of ``log η(release | T)`` for a release of ``shape``
-        (the constant of exact rejection ABC: accept with ``η(s|T) / max η``)."""
-        per_entry = np.asarray(self._max_log_density_per_entry())
+        (the constant of exact rejection ABC: accept with ``η(s|T) / max η``). A traced scalar
+        for traced parameters."""
+        per_entry = self._max_log_density_per_entry()
+        xp = _xp(per_entry)
+        per_entry = xp.asarray(per_entry)
         try:
-            per_entry = np.broadcast_to(per_entry, shape)
+            per_entry = xp.broadcast_to(per_entry, shape)
         except ValueError:
             raise ValueError(
                 f"The mechanism's parameters have shape {per_entry.shape}, which does not broadcast "
                 f"to the release shape {shape!r}."
             ) from None
-        return float(np.sum(per_entry))
+        return float(np.sum(per_entry)) if xp is np else jnp.sum(per_entry)
 
     def _max_log_density_per_entry(self):
         raise NotImplementedError
@@ -254,6 +318,14 @@ def _host_rng(rng_key):
 _NOT_TRACEABLE = (
     "An integer mechanism's `release` runs exactly on the host and cannot be traced (jit / vmap); "
     "to simulate releases inside a transformation use the distribution, `mechanism(T).sample(key)`."
+)
+
+
+_PARAMS_NOT_TRACEABLE = (
+    "An integer mechanism's exact `release` needs concrete privacy parameters (it draws the noise "
+    "with exact rational arithmetic on the host), but this mechanism was built from traced values "
+    "(inside jax.jit / jax.vmap / jax.grad). Build it from concrete numbers to publish; to simulate "
+    "releases inside a transformation use the distribution, `mechanism(T).sample(key)`."
 )
 
 
@@ -317,6 +389,8 @@ class IntegerMechanism(Mechanism):
         True
         """
         check_key(rng_key, allow_none=True)
+        if not concrete(self):
+            raise ValueError(_PARAMS_NOT_TRACEABLE)
         if not concrete(statistic):
             raise ValueError(_NOT_TRACEABLE)
         values = exact.integer_array(statistic, "statistic")

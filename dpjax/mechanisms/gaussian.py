@@ -3,9 +3,11 @@ Gaussian mechanism of Canonne, Kamath & Steinke (2020), as used by the 2020 US C
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
@@ -16,7 +18,17 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 from . import exact
-from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, positive_integer
+from .base import (
+    Guarantee,
+    IntegerMechanism,
+    Mechanism,
+    _xp,
+    concrete,
+    integer,
+    positive,
+    positive_integer,
+    pytree_mechanism,
+)
 from .laplace import DiscreteLaplace
 
 __all__ = [
@@ -38,9 +50,14 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     """Smallest σ for which ``T + N(0, σ²)`` is (ε, δ)-DP for L2 sensitivity Δ₂: the analytic
     Gaussian mechanism of Balle & Wang (2018), valid for every ε > 0 (also ε ≥ 1).
 
+    Host-side root finding (SciPy): ε, δ and Δ₂ must be concrete numbers. To trace over a grid of
+    ε, calibrate σ for each beforehand and pass ``GaussianMechanism(sigma=...)`` the traced σ.
+
     >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 3)
     3.731
     """
+    if not concrete(epsilon, delta, sensitivity):
+        raise ValueError(_ANALYTIC_NOT_TRACEABLE)
     epsilon = positive("epsilon", epsilon)
     delta = positive("delta", delta)
     sensitivity = positive("sensitivity", sensitivity)
@@ -51,6 +68,15 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-12))
 
 
+_ANALYTIC_NOT_TRACEABLE = (
+    "The analytic Gaussian calibration from (`epsilon`, `delta`) finds σ by host-side root finding "
+    "and needs concrete `epsilon`, `delta` and `sensitivity`, not traced JAX values (inside jax.jit / "
+    "jax.vmap / jax.grad). Calibrate outside the transformation (sigma = analytic_gaussian_sigma(ε, δ, "
+    "Δ₂) for each grid value) and trace `sigma`, or use `rho` (ρ-zCDP), which is traceable."
+)
+
+
+@pytree_mechanism(("scale", "sensitivity"), ("_eps_delta",))
 class GaussianMechanism(Mechanism):
     """Gaussian mechanism ``release = T + N(0, σ²)`` per entry.
 
@@ -60,6 +86,9 @@ class GaussianMechanism(Mechanism):
 
     Array-valued ``sigma``/``rho``/``sensitivity`` give each entry its own budget; the guarantee
     then reports the per-entry ρ_i and the total Σ ρ_i (zCDP composition).
+
+    ``sigma``, ``rho`` and ``sensitivity`` may be traced (e.g. ``jax.vmap`` over a grid of ρ); the
+    analytic calibration from ``(epsilon, delta)`` runs on the host and needs concrete values.
 
     :meth:`release` only *simulates* a release (float noise is not DP, Mironov 2012): publish
     integer statistics with :class:`DiscreteGaussianMechanism` and ``release(None, T)``.
@@ -82,17 +111,21 @@ class GaussianMechanism(Mechanism):
         if sigma is not None:
             self.scale = positive("sigma", sigma)
         elif rho is not None:
-            self.scale = np.asarray(self.sensitivity) / np.sqrt(2 * positive("rho", rho))
+            rho = positive("rho", rho)
+            xp = _xp(self.sensitivity, rho)
+            self.scale = xp.asarray(self.sensitivity) / xp.sqrt(2 * rho)
         else:
             if delta is None:
                 raise ValueError("`delta` is required with `epsilon` (analytic Gaussian mechanism).")
+            if not concrete(epsilon, delta, self.sensitivity):
+                raise ValueError(_ANALYTIC_NOT_TRACEABLE)
             if any(np.ndim(v) for v in (epsilon, delta, self.sensitivity)):
                 raise ValueError(
                     "The analytic Gaussian mechanism needs scalar `epsilon`, `delta` and `sensitivity`."
                 )
             self.scale = analytic_gaussian_sigma(epsilon, delta, self.sensitivity)
             self._eps_delta = (float(epsilon), float(delta))
-        if np.ndim(self.scale) == 0:
+        if concrete(self.scale) and np.ndim(self.scale) == 0:
             self.scale = float(self.scale)
 
     @property
@@ -104,18 +137,23 @@ class GaussianMechanism(Mechanism):
         eps_delta = dict(zip(("epsilon", "delta"), self._eps_delta or ()))
         if self.sensitivity is None:
             return Guarantee(**eps_delta)
-        rho = np.asarray(self.sensitivity) ** 2 / (2 * np.asarray(self.scale) ** 2)
+        xp = _xp(self.sensitivity, self.scale)
+        rho = xp.asarray(self.sensitivity) ** 2 / (2 * xp.asarray(self.scale) ** 2)
         return Guarantee.composed("rho", rho, **eps_delta)
 
     def noise(self, loc):
         return dist.Normal(loc, self.scale)
 
     def _max_log_density_per_entry(self):
-        return -0.5 * np.log(2 * np.pi * np.asarray(self.scale) ** 2)
+        xp = _xp(self.scale)
+        return -0.5 * xp.log(2 * np.pi * xp.asarray(self.scale) ** 2)
 
 
-def _log_normalizer(sigma: float) -> float:
-    """log Σ_{k∈ℤ} exp(-k² / 2σ²) to double precision (Poisson summation for σ ≥ 1)."""
+def _log_normalizer(sigma):
+    """log Σ_{k∈ℤ} exp(-k² / 2σ²) to double precision (Poisson summation for σ ≥ 1). A traced σ
+    gets the same two formulas in JAX (accurate to the working float precision)."""
+    if not concrete(sigma):
+        return _traced_log_normalizer(sigma)
     if sigma >= 1.0:
         m = np.arange(1, 4)
         return math.log(sigma * math.sqrt(2 * math.pi)) + math.log1p(
@@ -125,14 +163,27 @@ def _log_normalizer(sigma: float) -> float:
     return float(np.log(np.sum(np.exp(-(k**2) / (2 * sigma**2)))))
 
 
+def _traced_log_normalizer(sigma):
+    """:func:`_log_normalizer` in JAX: both branches are finite for every σ > 0, so the ``where``
+    is safe (also for gradients). For σ < 1 the terms beyond |k| = 40 are below e^-800."""
+    sigma = jnp.asarray(sigma, dtype=jnp.result_type(float))[..., None]
+    m = jnp.arange(1, 4)
+    poisson = jnp.log(sigma[..., 0] * math.sqrt(2 * math.pi)) + jnp.log1p(
+        2 * jnp.sum(jnp.exp(-2 * math.pi**2 * sigma**2 * m**2), axis=-1)
+    )
+    k = jnp.arange(-40, 41)
+    direct = jax.nn.logsumexp(-(k**2) / (2 * sigma**2), axis=-1)
+    return jnp.where(sigma[..., 0] >= 1.0, poisson, direct)
+
+
 class DiscreteGaussian(dist.Distribution):
     """Discrete Gaussian on ``loc + ℤ``: ``P(k) ∝ exp(-(k - loc)² / 2σ²)``, exactly normalized.
-    ``loc`` must be an integer; ``sigma`` a concrete scalar (the normalizer is precomputed)."""
+    ``loc`` must be an integer; ``sigma`` a scalar (the normalizer is computed once, on the host
+    for a concrete σ, in JAX for a traced one)."""
 
     arg_constraints = {"loc": integer, "sigma": constraints.positive}
     support = integer
-    pytree_data_fields = ("loc",)
-    pytree_aux_fields = ("sigma", "_log_z")
+    pytree_data_fields = ("loc", "sigma", "_log_z")
 
     def __init__(self, loc=0, sigma=1.0, *, validate_args=None):
         self.sigma = positive("sigma", sigma)
@@ -149,7 +200,7 @@ class DiscreteGaussian(dist.Distribution):
         # Canonne–Kamath–Steinke rejection sampler from a discrete Laplace proposal
         shape = sample_shape + self.batch_shape
         sigma = self.sigma
-        t = math.floor(sigma) + 1.0
+        t = math.floor(sigma) + 1.0 if concrete(sigma) else jnp.floor(sigma) + 1.0
 
         def draw(key, value, done):
             k1, k2 = random.split(key)
@@ -177,6 +228,7 @@ class DiscreteGaussian(dist.Distribution):
         return jnp.broadcast_to(self.loc, self.batch_shape)
 
 
+@pytree_mechanism(("scale", "sensitivity", "_log_z", "_exact_inputs"))
 class DiscreteGaussianMechanism(IntegerMechanism):
     """Discrete Gaussian mechanism for integer statistics (Canonne, Kamath & Steinke 2020):
     ``ρ``-zCDP with ``ρ = Δ₂² / (2σ²)``.
@@ -185,7 +237,9 @@ class DiscreteGaussianMechanism(IntegerMechanism):
 
     ``release(None, T)`` publishes exactly: the noise is drawn in integer arithmetic from a
     CSPRNG with the rational variance ``σ² = Fraction(sigma)**2`` (or ``Δ₂² / (2 ρ)`` exactly from
-    ``rho``), see :meth:`IntegerMechanism.release`.
+    ``rho``), see :meth:`IntegerMechanism.release`. The densities and ``mechanism(T)`` accept a
+    traced ``sigma`` / ``rho`` (the normalizer is then computed in JAX); the exact ``release``
+    needs concrete ones.
 
     >>> import dpjax
     >>> dpjax.DiscreteGaussianMechanism(rho=0.5).guarantee.rho
@@ -198,15 +252,20 @@ class DiscreteGaussianMechanism(IntegerMechanism):
         self.sensitivity = positive_integer("sensitivity", sensitivity)
         if sigma is None:
             rho = positive("rho", rho)
-            sigma = self.sensitivity / np.sqrt(2 * rho)
+            sigma = self.sensitivity / _xp(self.sensitivity, rho).sqrt(2 * rho)
         self.scale = positive("sigma", sigma)
         if np.ndim(self.scale) != 0:
             raise ValueError("DiscreteGaussianMechanism needs a scalar `sigma`.")
-        if rho is None:
-            self._exact_params = Fraction(self.scale) ** 2
-        else:
-            self._exact_params = Fraction(self.sensitivity) ** 2 / (2 * Fraction(rho))
+        self._exact_inputs = (self.scale, None) if rho is None else (self.sensitivity, rho)
         self._log_z = _log_normalizer(self.scale)
+
+    @functools.cached_property
+    def _exact_params(self):
+        """The exact rational variance: ``Fraction(σ)²`` or ``Fraction(Δ₂)² / (2 Fraction(ρ))``."""
+        num, rho = self._exact_inputs
+        if rho is None:
+            return Fraction(num) ** 2
+        return Fraction(num) ** 2 / (2 * Fraction(rho))
 
     _exact_draw = staticmethod(exact.discrete_gaussian)
 
@@ -216,7 +275,8 @@ class DiscreteGaussianMechanism(IntegerMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee.composed("rho", np.asarray(self.sensitivity) ** 2 / (2 * self.scale**2))
+        xp = _xp(self.sensitivity, self.scale)
+        return Guarantee.composed("rho", xp.asarray(self.sensitivity) ** 2 / (2 * xp.asarray(self.scale) ** 2))
 
     def noise(self, loc):
         return DiscreteGaussian(loc, self.scale)

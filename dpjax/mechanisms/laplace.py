@@ -14,7 +14,17 @@ from numpyro.distributions import constraints
 from numpyro.distributions.util import promote_shapes, validate_sample
 
 from . import exact
-from .base import Guarantee, IntegerMechanism, Mechanism, integer, positive, positive_integer
+from .base import (
+    Guarantee,
+    IntegerMechanism,
+    Mechanism,
+    _xp,
+    concrete,
+    integer,
+    positive,
+    positive_integer,
+    pytree_mechanism,
+)
 
 __all__ = ["DiscreteLaplace", "DiscreteLaplaceMechanism", "LaplaceMechanism"]
 
@@ -29,13 +39,14 @@ def _scale_from(epsilon, sensitivity, scale):
         raise ValueError("Give `scale`, or both `epsilon` and `sensitivity`.")
     epsilon = positive("epsilon", epsilon)
     sensitivity = positive("sensitivity", sensitivity)
-    return np.asarray(sensitivity) / np.asarray(epsilon), sensitivity
+    xp = _xp(epsilon, sensitivity)
+    return xp.asarray(sensitivity) / xp.asarray(epsilon), sensitivity
 
 
 class _LaplaceLike(Mechanism):
     def __init__(self, epsilon=None, sensitivity=None, *, scale=None):
         scale, self.sensitivity = _scale_from(epsilon, sensitivity, scale)
-        self.scale = float(scale) if np.ndim(scale) == 0 else scale
+        self.scale = float(scale) if concrete(scale) and np.ndim(scale) == 0 else scale
 
     @property
     def guarantee(self) -> Guarantee:
@@ -44,9 +55,11 @@ class _LaplaceLike(Mechanism):
         the entries' joint sensitivity)."""
         if self.sensitivity is None:
             return Guarantee()
-        return Guarantee.composed("epsilon", np.asarray(self.sensitivity) / np.asarray(self.scale))
+        xp = _xp(self.sensitivity, self.scale)
+        return Guarantee.composed("epsilon", xp.asarray(self.sensitivity) / xp.asarray(self.scale))
 
 
+@pytree_mechanism(("scale", "sensitivity"))
 class LaplaceMechanism(_LaplaceLike):
     """Laplace mechanism: ``release = T + Laplace(0, b)`` per entry, ``b = Δ₁ / ε``.
 
@@ -56,6 +69,9 @@ class LaplaceMechanism(_LaplaceLike):
         declared it).
     :param scale: the Laplace scale ``b`` directly (then ε is reported only if ``sensitivity`` is
         also given).
+
+    Traceable: ε (or the scale) may be a traced value, e.g.
+    ``jax.vmap(lambda eps: LaplaceMechanism(epsilon=eps, sensitivity=1.0).log_density(s, T))``.
 
     :meth:`release` only *simulates* a release (float noise is not DP, Mironov 2012): publish
     integer statistics with :class:`DiscreteLaplaceMechanism` and ``release(None, T)``.
@@ -70,7 +86,8 @@ class LaplaceMechanism(_LaplaceLike):
         return dist.Laplace(loc, self.scale)
 
     def _max_log_density_per_entry(self):
-        return -np.log(2.0 * np.asarray(self.scale))
+        xp = _xp(self.scale)
+        return -xp.log(2.0 * xp.asarray(self.scale))
 
 
 class DiscreteLaplace(dist.Distribution):
@@ -114,6 +131,7 @@ class DiscreteLaplace(dist.Distribution):
         return jnp.broadcast_to(2 * p / (1 - p) ** 2, self.batch_shape)
 
 
+@pytree_mechanism(("scale", "sensitivity", "_exact_inputs"))
 class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
     """Discrete Laplace (two-sided geometric) mechanism for integer statistics: ε-DP with
     ``P(noise = k) ∝ exp(-ε |k| / Δ₁)`` (Ghosh, Roughgarden & Sundararajan 2012).
@@ -124,7 +142,8 @@ class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
 
     ``release(None, T)`` publishes exactly: the noise scale is the rational
     ``Fraction(Δ₁) / Fraction(ε)`` (the floats as given, exactly) and the noise is drawn in
-    integer arithmetic from a CSPRNG (:meth:`IntegerMechanism.release`).
+    integer arithmetic from a CSPRNG (:meth:`IntegerMechanism.release`). The densities and
+    ``mechanism(T)`` accept a traced ε or scale; the exact ``release`` needs concrete ones.
 
     >>> import dpjax
     >>> dpjax.DiscreteLaplaceMechanism(epsilon=1.0).scale
@@ -150,7 +169,8 @@ class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
         return DiscreteLaplace(loc, self.scale)
 
     def _max_log_density_per_entry(self):
-        return np.log(np.tanh(0.5 / np.asarray(self.scale)))
+        xp = _xp(self.scale)
+        return xp.log(xp.tanh(0.5 / xp.asarray(self.scale)))
 
 
 def _fractions(x):
