@@ -55,14 +55,21 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
         return mcmc
 
     naive = fit(NUTS(naive_normal), k_naive, n, release, label="naive: release taken as exact")
+    kernel = DataAugmentationKernel(clamped_normal)
     private = fit(
-        DataAugmentationKernel(clamped_normal),
+        kernel,
         k_private,
         n,
         epsilon,
         release,
-        label="dpjax: DataAugmentationKernel (NUTS θ-step, imputed records, non-centred θ-moves)",
+        label="dpjax: DataAugmentationKernel (NUTS θ-step, imputed records, non-centred θ-moves if they pay)",
     )
+    pilot = kernel.moves_pilot
+    if pilot is not None:
+        print(
+            f"non-centred θ-moves {'on' if pilot.num_moves else 'off'}: the pilot estimated their ESS/s "
+            f"at {pilot.speedup:.2f}× plain data augmentation's ({pilot.seconds:.1f} s)."
+        )
 
     cols = ["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "r_hat"]
     table = pd.concat(
