@@ -1,10 +1,14 @@
 """Adaptive random-walk Metropolis on unconstrained θ, shared by the non-centred moves and the
-pseudo-marginal ABC kernel: a Robbins–Monro step size on a target acceptance rate and a Welford
-estimate of the per-coordinate variance, both frozen after warmup."""
+pseudo-marginal ABC kernel: a Robbins–Monro step size on a target acceptance rate and BlackJAX's
+Welford estimate of the per-coordinate variance (regularised as Stan and BlackJAX do), both frozen
+after warmup."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
+from blackjax.adaptation.mass_matrix import WelfordAlgorithmState, welford_algorithm
+
+_, _welford_update, _ = welford_algorithm(is_diagonal_matrix=True)  # BlackJAX's, as in its window adaptation
 
 
 def proposal_scale(state):
@@ -20,13 +24,12 @@ def adapt(state, flat, rate, num_warmup, target):
     with acceptance probability ``rate``; adaptation stops after ``num_warmup`` iterations."""
     warm = state.i < num_warmup
     gain = (state.i + 1.0) ** -0.6
-    count = state.count + 1
-    delta = flat - state.mean
-    mean = state.mean + delta / count
+    mean, m2, count = _welford_update(WelfordAlgorithmState(state.mean, state.m2, state.count), flat)
+    keep = lambda new, old: jnp.where(warm, new, old)
     return state._replace(
         i=state.i + 1,
-        log_step=jnp.where(warm, state.log_step + gain * (rate - target), state.log_step),
-        count=jnp.where(warm, count, state.count),
-        mean=jnp.where(warm, mean, state.mean),
-        m2=jnp.where(warm, state.m2 + delta * (flat - mean), state.m2),
+        log_step=keep(state.log_step + gain * (rate - target), state.log_step),
+        count=keep(count, state.count),
+        mean=keep(mean, state.mean),
+        m2=keep(m2, state.m2),
     )
