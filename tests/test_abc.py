@@ -6,43 +6,13 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from scipy.special import betaln, gammaln
+from oracles import S_DP, bernoulli_model, exact_bernoulli, exact_poisson
 
 import dpjax
 from dpjax.infer import abc_importance, exact_abc
 from dpjax.models import poisson_count
 
-EPS, S_DP = 0.2, 37.4
 MECH = dpjax.DiscreteLaplaceMechanism(epsilon=0.5)
-
-
-def exact_poisson(alpha, s_dp=S_DP):
-    """E[θ | s_dp], E[θ² | s_dp]: sum over the confidential count k (NegBin(α, 1/2) prior predictive)."""
-    k = np.arange(0, 400)
-    log_w = gammaln(alpha + k) - gammaln(alpha) - gammaln(k + 1) - (alpha + k) * np.log(2)
-    log_w += np.asarray(
-        dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0).log_density(s_dp, k.astype(float))
-    )
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    return float(w @ ((alpha + k) / 2)), float(w @ ((alpha + k) * (alpha + k + 1) / 4))
-
-
-def bernoulli_model(release=None):
-    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
-    with numpyro.plate("people", 30):
-        x = numpyro.sample("x", dist.Bernoulli(p))
-    mech = dpjax.DiscreteLaplaceMechanism(epsilon=0.5)
-    dpjax.privatized("count", mech, lambda r: r["x"], {"x": x}, plate="people", obs=release)
-
-
-def exact_bernoulli(s_dp, n=30):
-    k = np.arange(n + 1)
-    log_w = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + betaln(2 + k, 2 + n - k)
-    log_w += np.asarray(dpjax.DiscreteLaplaceMechanism(epsilon=0.5).log_density(s_dp, k.astype(float)))
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    return float(w @ ((2 + k) / (n + 4))), float(w @ ((2 + k) * (3 + k) / ((n + 4) * (n + 5))))
 
 
 def z_iid(draws, exact):

@@ -215,10 +215,22 @@ def test_vector_budgets_report_per_entry_and_total():
         (lambda x: dpjax.DiscreteGaussianMechanism(sigma=x), "sigma"),
     ],
 )
-def test_traced_privacy_parameter_raises_a_clear_error(make, arg):
+def test_traced_privacy_parameter_is_accepted(make, arg):
+    # mechanisms are pytrees: a traced parameter is used unchecked (see tests/test_traced_mechanisms.py)
+    want = np.asarray(make(1.0).scale)
+    for transform, x in [(jax.jit, jnp.ones(())), (jax.vmap, jnp.ones(2))]:
+        got = transform(lambda x: jnp.asarray(make(x).scale))(x)
+        np.testing.assert_allclose(np.asarray(got), np.broadcast_to(want, x.shape), rtol=1e-6)
+
+
+def test_traced_analytic_gaussian_calibration_raises_a_clear_error():
     for transform in [jax.jit, jax.vmap]:
-        with pytest.raises(ValueError, match=f"`{arg}` must be a concrete number, not a traced JAX value"):
-            transform(lambda x: jnp.asarray(make(x).scale))(jnp.ones(2))
+        with pytest.raises(ValueError, match="analytic Gaussian calibration .* needs concrete"):
+            transform(lambda e: dpjax.GaussianMechanism(epsilon=e, delta=1e-5, sensitivity=1.0).scale)(
+                jnp.ones(2)
+            )
+        with pytest.raises(ValueError, match="analytic Gaussian calibration .* needs concrete"):
+            transform(lambda e: dpjax.mechanisms.analytic_gaussian_sigma(e, 1e-5, 1.0))(jnp.ones(2))
 
 
 def test_max_log_density_shape_mismatch_names_the_shapes():

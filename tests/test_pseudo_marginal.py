@@ -10,8 +10,8 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 from numpyro.infer import MCMC
+from oracles import S_DP, bernoulli_model, exact_bernoulli, exact_poisson
 from scipy import stats
-from test_abc import S_DP, bernoulli_model, exact_bernoulli, exact_poisson
 
 import dpjax
 from dpjax.diagnostics import mcse_z

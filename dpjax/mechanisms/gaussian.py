@@ -276,7 +276,9 @@ class DiscreteGaussianMechanism(IntegerMechanism):
     @property
     def guarantee(self) -> Guarantee:
         xp = _xp(self.sensitivity, self.scale)
-        return Guarantee.composed("rho", xp.asarray(self.sensitivity) ** 2 / (2 * xp.asarray(self.scale) ** 2))
+        return Guarantee.composed(
+            "rho", xp.asarray(self.sensitivity) ** 2 / (2 * xp.asarray(self.scale) ** 2)
+        )
 
     def noise(self, loc):
         return DiscreteGaussian(loc, self.scale)
