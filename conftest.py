@@ -1,4 +1,4 @@
-"""Test-session setup: two host CPU devices, so ``chain_method="parallel"`` really runs chains on
+"""Test-session setup: four host CPU devices, so ``chain_method="parallel"`` really runs chains on
 separate devices (pyproject turns NumPyro's "not enough devices" fallback warning into an error);
 and the ``x64`` marker, put here on the tests listed in ``X64_TESTS``."""
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-_FLAG = "--xla_force_host_platform_device_count=2"
+_FLAG = "--xla_force_host_platform_device_count=4"
 if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
 

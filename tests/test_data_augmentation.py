@@ -215,7 +215,7 @@ def test_chain_methods_agree(chain_method):
         DataAugmentationKernel(normal_model, theta_update=normal_update),
         num_warmup=20,
         num_samples=30,
-        num_chains=2,
+        num_chains=4,
         chain_method=chain_method,
         progress_bar=False,
     )
@@ -224,7 +224,7 @@ def test_chain_methods_agree(chain_method):
         DataAugmentationKernel(normal_model, theta_update=normal_update),
         num_warmup=20,
         num_samples=30,
-        num_chains=2,
+        num_chains=4,
         chain_method="vectorized",
         progress_bar=False,
     )
