@@ -122,6 +122,11 @@ class DataAugmentationKernel(PerChainKernel):
         int fixes the number of moves, with no pilot.
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
 
+    It can be a block of ``numpyro.infer.Gibbs`` that owns θ's sites *and* the latent record sites
+    (then the records are collected), for parameters it should not update, e.g.
+    ``Gibbs([(DataAugmentationKernel(model), ["p", "x"]), (NUTS(model), ["q"])])``. ``init_params``
+    may give constrained values of θ and of the latent records (as ``Gibbs`` does).
+
     Extra fields for ``MCMC.run(..., extra_fields=...)`` and ArviZ: ``record_accept_rate``,
     ``accept_prob``, ``diverging``, ``nc_accept_rate``, ``nc_step_size``, ``valid`` (collected by
     default when they apply) and ``statistics``. Before any draws, ``init`` raises a ``ValueError``
@@ -384,12 +389,12 @@ class DataAugmentationKernel(PerChainKernel):
         unknown = set(init_params) - set(spec.theta) - set(spec.latent_records)
         if unknown:
             raise ValueError(f"`init_params` has unknown sites {sorted(unknown)}.")
-        records.update({k: jnp.asarray(init_params[k], records[k].dtype) for k in records if k in init_params})
+        records.update({k: jnp.asarray(v, records[k].dtype) for k, v in init_params.items() if k in records})
         theta.update({k: jnp.asarray(init_params[k]) for k in theta if k in init_params})
         if self._inner is not None:
             kw = with_conditioning(model_kwargs, records)
-            unconstrained = None
-            if any(k in init_params for k in spec.theta):  # the inner NUTS/HMC starts on the unconstrained scale
+            unconstrained = None  # the inner NUTS/HMC starts from unconstrained values
+            if any(k in init_params for k in spec.theta):
                 unconstrained = {k: biject_to(self._supports[k]).inv(v) for k, v in theta.items()}
             theta_state = self._inner.init(key_inner, num_warmup, unconstrained, model_args, kw)
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)

@@ -58,7 +58,10 @@ class PMState(NamedTuple):
       its running mean (over warmup, then restarted for the sampling phase);
     - **log_step, count, mean, m2, i** – random-walk adaptation (frozen after warmup);
     - **check_log_s1, check_log_s2, check_n** – log Σ w, log Σ w² and the number of the pooled
-      warmup simulations behind ``warmup_log_lik_sd``."""
+      warmup simulations behind ``warmup_log_lik_sd``;
+    - **records** – one of the current estimate's simulated databases (latent record sites), drawn
+      with probability ∝ its weight: with θ it is an exact draw of (θ, x) | s_dp, what the sibling
+      blocks of ``numpyro.infer.Gibbs`` are conditioned on (and what ``refresh`` keeps)."""
 
     z: dict
     flat: jax.Array
@@ -76,6 +79,7 @@ class PMState(NamedTuple):
     check_log_s1: jax.Array
     check_log_s2: jax.Array
     check_n: jax.Array
+    records: dict
     rng_key: jax.Array
 
 
@@ -140,6 +144,11 @@ class PseudoMarginalABC(PerChainKernel):
     suggested ``num_simulations`` is issued when the s.d. pooled over the last warmup proposals
     exceeds ``MAX_LOG_LIK_SD`` (2.5). θ must be continuous (use ``exact_abc`` for discrete θ).
 
+    It can be a block of ``numpyro.infer.Gibbs`` that owns θ *and* the latent record sites (the
+    state keeps one simulated database, drawn ∝ its weight), e.g.
+    ``Gibbs([(PseudoMarginalABC(model), ["p", "x"]), (NUTS(model), ["q"])])``; see :meth:`refresh`
+    for why that stays exact.
+
     >>> import jax, jax.numpy as jnp, numpyro, dpjax
     >>> from numpyro.infer import MCMC
     >>> kernel = dpjax.infer.PseudoMarginalABC(dpjax.models.poisson_count, num_simulations=32)
@@ -158,6 +167,7 @@ class PseudoMarginalABC(PerChainKernel):
             raise ValueError(f"`num_simulations` must be a positive int, got {num_simulations!r}.")
         self._model = model
         self._num_simulations = int(num_simulations)
+        self._store_records = False
 
     @property
     def model(self):
@@ -175,8 +185,34 @@ class PseudoMarginalABC(PerChainKernel):
             f"log-lik sd {float(state.log_lik_sd):.2f}"
         )
 
-    def postprocess_fn(self, model_args, model_kwargs):
-        return lambda z: z  # z already holds constrained values
+    # NumPyro 0.22's block protocol (`refresh`, `get_constrain_fn` of PerChainKernel)
+    def wrap_model(self, wrapper):
+        """A new kernel with the same ``num_simulations`` on ``wrapper(model)``, as
+        ``numpyro.infer.Gibbs`` makes its blocks. The copy puts ``state.records`` in ``z``: in a
+        composite the latent records are sites of this block, and its siblings are conditioned on
+        them."""
+        kernel = type(self)(wrapper(self._model), self._num_simulations)
+        kernel._store_records = True
+        return kernel
+
+    def _refresh_one(self, state, args, kwargs):
+        """Pseudo-marginal within Gibbs: when the values the model is conditioned on change (a
+        sibling block moved), the cached log p(θ) and likelihood estimate are stale. This keeps
+        θ and ``state.records`` (the selected simulation) and draws the other ``num_simulations`` − 1
+        simulations afresh from the model at θ under the new conditioning, then re-estimates. That
+        is the exact conditional of the other simulations in the pseudo-marginal extended target
+        (the one whose (θ, selected records) marginal is p(θ, x | s_dp, siblings)), so the composite
+        chain stays exact. Re-estimating from m entirely fresh simulations instead (Monte Carlo within
+        Metropolis) would not be. It advances ``rng_key`` and the estimate, not θ or the records."""
+        key, k_est = random.split(state.rng_key)
+        theta, log_jac = self._unravel(state.flat)
+        log_prior, log_w = self._conditional_estimate(k_est, theta, state.records, args, kwargs)
+        return state._replace(
+            log_prior=log_prior + log_jac,
+            log_lik=logsumexp(log_w) - jnp.log(self._num_simulations),
+            log_lik_sd=_log_lik_sd(log_w),
+            rng_key=key,
+        )
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
@@ -193,8 +229,10 @@ class PseudoMarginalABC(PerChainKernel):
         self._public = [
             k for k, s in tr.items() if s["type"] == "sample" and s["is_observed"] and k not in privatized
         ]
+        self._latent = list(spec.roles.latent_records)
         if init_params is not None:
-            if set(init_params) != set(theta):
+            # numpyro.infer.Gibbs gives every site of the block: θ and the latent records
+            if set(init_params) - set(self._latent) != set(theta):
                 raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
             _check_support(init_params, {k: tr[k]["fn"].support for k in theta})
         self._privatized, self._theta, self._num_warmup = privatized, theta, int(num_warmup)
@@ -219,17 +257,37 @@ class PseudoMarginalABC(PerChainKernel):
         return new
 
     # ---------------------------------------------------------------- internals
-    def _estimate(self, key, theta, args, kwargs):
-        """log p(θ) terms and the per-simulation log weights log η(s_dp | T_j) (+ public data)."""
+    def _weigh(self, key, theta, args, kwargs, records=None):
+        """One simulation at θ (or the given records): its log weight, log p(θ) and its records."""
+        data = theta if records is None else {**theta, **records}
+        tr, log_eta = simulate(key, self._model, self._privatized, args, kwargs, data=data)
+        log_p = lambda sites: sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in sites)
+        # public data may depend on the simulated records: their density joins the weight
+        return log_eta + log_p(self._public), log_p(self._theta), {k: tr[k]["value"] for k in self._latent}
 
-        def one(k):
-            tr, log_eta = simulate(k, self._model, self._privatized, args, kwargs, data=theta)
-            log_p = lambda sites: sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in sites)
-            # public data may depend on the simulated records: their density joins the weight
-            return log_eta + log_p(self._public), log_p(self._theta)
+    def _estimate(self, key, theta, args, kwargs, num=None):
+        """log p(θ) terms, the per-simulation log weights log η(s_dp | T_j) (+ public data) and the
+        simulated records (along axis 0)."""
+        one = partial(self._weigh, theta=theta, args=args, kwargs=kwargs)
+        log_w, log_prior, records = jax.vmap(one)(random.split(key, num or self._num_simulations))
+        return log_prior[0], log_w, records  # log p(θ): the same in all
 
-        log_w, log_prior = jax.vmap(one)(random.split(key, self._num_simulations))
-        return log_prior[0], log_w  # log p(θ): the same in all
+    def _conditional_estimate(self, key, theta, records, args, kwargs):
+        """log p(θ) and log weights of ``records`` (first) and of m − 1 fresh simulations at θ."""
+        key_kept, key_fresh = random.split(key)  # (the kept simulation has nothing left to draw)
+        log_w0, log_prior, _ = self._weigh(key_kept, theta, args, kwargs, records=records)
+        if self._num_simulations == 1:
+            return log_prior, log_w0[None]
+        _, log_w, _ = self._estimate(key_fresh, theta, args, kwargs, num=self._num_simulations - 1)
+        return log_prior, jnp.concatenate([log_w0[None], log_w])
+
+    def _select(self, key, log_w, records):
+        """One simulated database, drawn with probability ∝ its weight (the first if all are 0)."""
+        j = random.categorical(key, jnp.where(jnp.all(log_w == -jnp.inf), 0.0, log_w))
+        return {k: v[j] for k, v in records.items()}
+
+    def _z(self, theta, records):
+        return {**theta, **records} if self._store_records else dict(theta)
 
     def _unravel(self, flat):
         phi = self._unravel_fn(flat)
@@ -245,20 +303,27 @@ class PseudoMarginalABC(PerChainKernel):
         phi = {k: self._transforms[k].inv(jnp.asarray(init_params[k])) for k in self._theta}
         flat, self._unravel_fn = ravel_pytree(phi)
         theta, log_jac = self._unravel(flat)
-        log_prior, log_w = self._estimate(key_est, theta, args, kwargs)
+        log_prior, log_w, sims = self._estimate(key_est, theta, args, kwargs)
+        if self._latent and all(k in init_params for k in self._latent):  # given records: kept, as in refresh
+            records = {k: jnp.asarray(init_params[k], sims[k].dtype) for k in self._latent}
+            log_prior, log_w = self._conditional_estimate(key_est, theta, records, args, kwargs)
+        else:
+            records = self._select(random.fold_in(key_est, 1), log_w, sims)
         log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
         zero, scalar = jnp.zeros_like(flat), jnp.zeros_like(log_lik)
         return PMState(
-            theta, flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
+            self._z(theta, records), flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
             jnp.array(1.0), jnp.array(1.0), jnp.array(0), jnp.log(jnp.array(0.5)), jnp.array(0.0),
-            zero, zero, scalar - jnp.inf, scalar - jnp.inf, scalar, key_state,
+            zero, zero, scalar - jnp.inf, scalar - jnp.inf, scalar, records, key_state,
         )  # fmt: skip
 
     def _sample_one(self, state, args, kwargs):
         key, k_prop, k_est, k_acc = random.split(state.rng_key, 4)
         prop = state.flat + proposal_scale(state) * random.normal(k_prop, state.flat.shape)
         theta, log_jac = self._unravel(prop)
-        log_prior, log_w = self._estimate(k_est, theta, args, kwargs)
+        log_prior, log_w, sims = self._estimate(k_est, theta, args, kwargs)
+        # (θ', the selected simulation) goes with the proposal: an MH move on the extended target
+        records = self._select(random.fold_in(k_est, 1), log_w, sims)
         log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
         log_alpha = log_prior + log_jac + log_lik - state.log_prior - state.log_lik
         log_alpha = jnp.nan_to_num(log_alpha, nan=-jnp.inf)
@@ -274,8 +339,10 @@ class PseudoMarginalABC(PerChainKernel):
         s2 = jnp.where(pool, jnp.logaddexp(state.check_log_s2, logsumexp(2 * log_w)), state.check_log_s2)
         n = state.check_n + jnp.where(pool, self._num_simulations, 0)
         pooled = _pooled_sd(s1, s2, n, self._num_simulations)
+        records = pick(records, state.records)
         new = state._replace(
-            z=pick(theta, state.z),
+            z=self._z(pick(theta, {k: state.z[k] for k in self._theta}), records),
+            records=records,
             flat=pick(prop, state.flat),
             log_prior=pick(log_prior + log_jac, state.log_prior),
             log_lik=pick(log_lik, state.log_lik),
