@@ -5,7 +5,8 @@ Here the latent records are re-expressed as noise variables u with a θ-free law
 
 - loc-scale families (Normal, Laplace, Cauchy, Logistic) and Exponential: u = (x - loc) / scale,
   the transformation of ``numpyro.infer.reparam.LocScaleReparam(centered=0)``;
-- Bernoulli, Categorical and Poisson: u ~ Uniform(F(x-1), F(x)) drawn given x (inverse CDF).
+- Bernoulli, Categorical and Poisson: u ~ Uniform(F(x-1), F(x)) drawn given x (inverse CDF);
+- any other family registered with :func:`register_noise_representation`.
 
 The inverse-CDF map is only as exact as F. JAX's float32 ``gammaincc`` errs by 2e-5 at a Poisson
 rate of 100 and 6e-3 at 12 000, which would target a distorted record law; float64 is accurate at
@@ -22,6 +23,7 @@ log η(s | T)). Each move is O(n · dim T) and vectorised over the records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -39,6 +41,8 @@ from .rwm import adapt, proposal_scale
 
 __all__ = [
     "NCState",
+    "NoiseRepresentation",
+    "register_noise_representation",
     "init_nc_state",
     "noise_of",
     "noise_supported",
@@ -49,14 +53,6 @@ __all__ = [
     "base_distribution",
 ]
 
-_LOC_SCALE = (dist.Normal, dist.Laplace, dist.Cauchy, dist.Logistic)
-_DISCRETE = (
-    dist.BernoulliProbs,
-    dist.BernoulliLogits,
-    dist.CategoricalProbs,
-    dist.CategoricalLogits,
-    dist.Poisson,
-)
 TARGET_ACCEPT = 0.3
 #: largest Poisson rate whose inverse-CDF noise map is used, per float type (see the module docstring)
 POISSON_RATE_LIMIT = {jnp.dtype("float32"): 100.0, jnp.dtype("float64"): float("inf")}
@@ -83,50 +79,88 @@ def base_distribution(fn):
     return fn
 
 
+class NoiseRepresentation(NamedTuple):
+    """How a record family is written as x = g(θ, u) with a θ-free law of u.
+
+    - **to_noise(rng_key, fn, x) -> u** – u given the record x under its distribution ``fn`` (a
+      draw of u | x for a discrete family);
+    - **from_noise(fn, u, dtype) -> x** – the record g(θ, u) under ``fn`` (θ enters through it);
+    - **exact(fn, dtype) -> bool array** – where the map is exact in ``dtype`` (None: everywhere).
+      A move whose proposal leaves this region is rejected, so the chain stays exact.
+    """
+
+    to_noise: Callable
+    from_noise: Callable
+    exact: Callable | None = None
+
+
+_REPRESENTATIONS: dict[type, NoiseRepresentation] = {}
+
+
+def register_noise_representation(family: type, to_noise, from_noise, exact=None) -> None:
+    """Give a record distribution class (and its subclasses) a noise representation, so the
+    non-centred θ-moves of :class:`~dpjax.infer.DataAugmentationKernel` apply to its records.
+
+    For Gamma records whose ``rate`` (not ``concentration``) depends on θ, u = x · rate has the
+    θ-free law Gamma(concentration, 1)::
+
+        register_noise_representation(
+            dist.Gamma, lambda key, fn, x: x * fn.rate, lambda fn, u, dtype: u / fn.rate
+        )
+
+    The registration is global and trusted: u must have the same law for every θ the model can
+    take (a Gamma whose ``concentration`` depends on θ has no such representation), or the moves
+    target the wrong posterior.
+    """
+    if not (isinstance(family, type) and issubclass(family, dist.Distribution)):
+        raise ValueError(f"`family` must be a numpyro Distribution class, got {family!r}.")
+    if not (callable(to_noise) and callable(from_noise) and (exact is None or callable(exact))):
+        raise ValueError("`to_noise`, `from_noise` (and `exact`, if given) must be callables.")
+    _REPRESENTATIONS[family] = NoiseRepresentation(to_noise, from_noise, exact)
+
+
+def _representation(fn) -> NoiseRepresentation | None:
+    return next((_REPRESENTATIONS[k] for k in type(fn).__mro__ if k in _REPRESENTATIONS), None)
+
+
 def noise_supported(fn) -> bool:
     """Whether a record site's distribution has a θ-free noise representation here."""
-    return isinstance(base_distribution(fn), _LOC_SCALE + _DISCRETE + (dist.Exponential,))
+    return _representation(base_distribution(fn)) is not None
 
 
 def _poisson_cdf(k, rate):
     return jnp.where(k < 0, 0.0, gammaincc(jnp.maximum(k, 0) + 1.0, rate))
 
 
-def _interval(fn, x):
-    """[F(x-1), F(x)) of a discrete value under its distribution."""
-    if isinstance(fn, (dist.BernoulliProbs, dist.BernoulliLogits)):
-        q = 1.0 - fn.probs
-        return jnp.where(x > 0, q, 0.0), jnp.where(x > 0, 1.0, q)
-    if isinstance(fn, (dist.CategoricalProbs, dist.CategoricalLogits)):
-        probs = jnp.broadcast_to(fn.probs, jnp.shape(x) + fn.probs.shape[-1:])
-        upper = jnp.take_along_axis(jnp.cumsum(probs, -1), x[..., None].astype(jnp.int32), -1)[..., 0]
-        return upper - jnp.take_along_axis(probs, x[..., None].astype(jnp.int32), -1)[..., 0], upper
-    return _poisson_cdf(x - 1.0, fn.rate), _poisson_cdf(x, fn.rate)
+def _uniform_within(interval):
+    """to_noise of a discrete family: u ~ Uniform[F(x - 1), F(x)) given x."""
+
+    def to_noise(rng_key, fn, x):
+        lower, upper = interval(fn, x)
+        return lower + random.uniform(rng_key, jnp.shape(x)) * (upper - lower)
+
+    return to_noise
 
 
-def _to_noise(rng_key, fn, x):
-    fn = base_distribution(fn)
-    if isinstance(fn, _LOC_SCALE):
-        return (x - fn.loc) / fn.scale
-    if isinstance(fn, dist.Exponential):
-        return x * fn.rate
-    lower, upper = _interval(fn, x)
-    return lower + random.uniform(rng_key, jnp.shape(x)) * (upper - lower)
+def _bernoulli_interval(fn, x):
+    q = 1.0 - fn.probs
+    return jnp.where(x > 0, q, 0.0), jnp.where(x > 0, 1.0, q)
 
 
-def _from_noise(fn, u, dtype):
-    fn = base_distribution(fn)
-    if isinstance(fn, _LOC_SCALE):
-        return fn.loc + fn.scale * u
-    if isinstance(fn, dist.Exponential):
-        return u / fn.rate
-    if isinstance(fn, (dist.BernoulliProbs, dist.BernoulliLogits)):
-        return (u >= 1.0 - fn.probs).astype(dtype)
-    if isinstance(fn, (dist.CategoricalProbs, dist.CategoricalLogits)):
-        cum = jnp.cumsum(jnp.broadcast_to(fn.probs, jnp.shape(u) + fn.probs.shape[-1:]), -1)
-        return jnp.sum(u[..., None] >= cum[..., :-1], -1).astype(dtype)
-    # Poisson: smallest k with F(k) > u. A Cornish–Fisher guess brackets it within ±3 for almost
-    # every u (widened to ±(10 sd + 10), then the full range, when it misses); bisection finishes.
+def _categorical_interval(fn, x):
+    probs = jnp.broadcast_to(fn.probs, jnp.shape(x) + fn.probs.shape[-1:])
+    upper = jnp.take_along_axis(jnp.cumsum(probs, -1), x[..., None].astype(jnp.int32), -1)[..., 0]
+    return upper - jnp.take_along_axis(probs, x[..., None].astype(jnp.int32), -1)[..., 0], upper
+
+
+def _categorical_from_noise(fn, u, dtype):
+    cum = jnp.cumsum(jnp.broadcast_to(fn.probs, jnp.shape(u) + fn.probs.shape[-1:]), -1)
+    return jnp.sum(u[..., None] >= cum[..., :-1], -1).astype(dtype)
+
+
+def _poisson_from_noise(fn, u, dtype):
+    """Smallest k with F(k) > u. A Cornish–Fisher guess brackets it within ±3 for almost every u
+    (widened to ±(10 sd + 10), then the full range, when it misses); bisection finishes."""
     rate = jnp.broadcast_to(fn.rate, jnp.shape(u))
     sd = jnp.sqrt(rate)
     z = ndtri(jnp.clip(u, 1e-30, 1.0 - 1e-7))
@@ -148,14 +182,52 @@ def _from_noise(fn, u, dtype):
     return hi.astype(dtype)
 
 
+def _poisson_exact(fn, dtype, limit=None):
+    limit = POISSON_RATE_LIMIT[jnp.dtype(dtype)] if limit is None else limit
+    return jnp.all(fn.rate <= limit)
+
+
+for _family in (dist.Normal, dist.Laplace, dist.Cauchy, dist.Logistic):  # u = (x - loc) / scale
+    register_noise_representation(
+        _family, lambda key, fn, x: (x - fn.loc) / fn.scale, lambda fn, u, dtype: fn.loc + fn.scale * u
+    )
+register_noise_representation(
+    dist.Exponential, lambda key, fn, x: x * fn.rate, lambda fn, u, dtype: u / fn.rate
+)
+for _family in (dist.BernoulliProbs, dist.BernoulliLogits):
+    register_noise_representation(
+        _family,
+        _uniform_within(_bernoulli_interval),
+        lambda fn, u, dtype: (u >= 1.0 - fn.probs).astype(dtype),
+    )
+for _family in (dist.CategoricalProbs, dist.CategoricalLogits):
+    register_noise_representation(_family, _uniform_within(_categorical_interval), _categorical_from_noise)
+register_noise_representation(
+    dist.Poisson,
+    _uniform_within(lambda fn, x: (_poisson_cdf(x - 1.0, fn.rate), _poisson_cdf(x, fn.rate))),
+    _poisson_from_noise,
+    _poisson_exact,
+)
+
+
+def _to_noise(rng_key, fn, x):
+    fn = base_distribution(fn)
+    return _representation(fn).to_noise(rng_key, fn, x)
+
+
+def _from_noise(fn, u, dtype):
+    fn = base_distribution(fn)
+    return _representation(fn).from_noise(fn, u, dtype)
+
+
 def representable(fn, dtype, limit=None) -> jax.Array:
     """Whether the noise map of a record site is exact at its current parameters in ``dtype``
-    (Poisson rates at most ``limit``, by default ``POISSON_RATE_LIMIT[dtype]``)."""
+    (for Poisson: rates at most ``limit``, by default ``POISSON_RATE_LIMIT[dtype]``)."""
     fn = base_distribution(fn)
-    if isinstance(fn, dist.Poisson):
-        limit = POISSON_RATE_LIMIT[jnp.dtype(dtype)] if limit is None else limit
-        return jnp.all(fn.rate <= limit)
-    return jnp.array(True)
+    rep = _representation(fn)
+    if rep is None or rep.exact is None:
+        return jnp.array(True)
+    return rep.exact(fn, dtype) if limit is None else rep.exact(fn, dtype, limit)
 
 
 class _RecordsFromNoise(Messenger):
