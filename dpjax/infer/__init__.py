@@ -3,6 +3,7 @@
 from .abc import ABCResult, ISResult, SlowABCWarning, abc_importance, exact_abc
 from .data_augmentation import DAState, DataAugmentationKernel
 from .mcem import ConvergenceWarning, MCEMResult, is_mcem
+from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
 from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
@@ -24,5 +25,6 @@ __all__ = [
     "exact_abc",
     "is_mcem",
     "record_sweep",
+    "register_noise_representation",
     "run_chain",
 ]
