@@ -87,7 +87,7 @@ def _check_release(name, mechanism, per_record, total, obs):
                 "Enable 64-bit floats before building the model: jax.config.update('jax_enable_x64', "
                 "True) (or JAX_ENABLE_X64=1), or centre the statistic by a public offset."
             )
-    if not known_scale:
+    if not known_scale or not mechanism.additive:
         return
     scale = np.asarray(mechanism.scale, float)
     # the density must stay finite at residuals from 0 up to the largest one an imputation can reach

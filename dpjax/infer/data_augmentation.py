@@ -89,6 +89,14 @@ class _MaskPrivatized(Messenger):
             msg["fn"] = msg["fn"].mask(False)
 
 
+def _sweep_density(mechanism, release):
+    """log η(s | T) as a function of the residual r = s − T, which the record sweep carries: the
+    noise density of an additive mechanism (the fast path), else η(s | s − r)."""
+    if mechanism.additive:
+        return mechanism.log_noise_density
+    return lambda r: mechanism.log_density(release, release - r)
+
+
 def _theta_given_records(model, *args, **kwargs):
     with _MaskPrivatized():
         return model(*args, **kwargs)
@@ -535,7 +543,7 @@ class DataAugmentationKernel(PerChainKernel):
         t_new = self._per_record({**public, **proposals})
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
-        mechanisms = [info.mechanism.log_noise_density for _, info in spec.privatized]
+        mechanisms = [_sweep_density(info.mechanism, s) for (_, info), s in zip(spec.privatized, releases)]
         result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms)
         records = accept_records(result.accepted, proposals, state.records)
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, result.residuals)}

@@ -224,6 +224,11 @@ class Mechanism:
 
     #: Per-entry noise scale (the Laplace ``b`` or the Gaussian ``sigma``), scalar or array.
     scale: float | np.ndarray
+    #: Whether η(s | T) depends on s − T only (noise added to T): the record sweep then carries the
+    #: residual s − T and evaluates ``log_noise_density`` (the fast path). A truncated or censored
+    #: mechanism sets False and defines ``noise(T)`` as the release law given T; every engine then
+    #: evaluates ``log_density(s, T)``.
+    additive: bool = True
 
     def noise(self, loc):
         """Per-entry NumPyro distribution of the release given ``T = loc``; batch shape =
@@ -258,11 +263,19 @@ class Mechanism:
         return d.to_event(event_dim) if event_dim else d
 
     def log_noise_density(self, residual):
-        """Elementwise log density of the noise at ``residual = release - T``."""
+        """Elementwise log density of the noise at ``residual = release - T`` (additive
+        mechanisms only)."""
+        if not self.additive:
+            raise ValueError(
+                f"{type(self).__name__} is not additive (η(s | T) is not a function of s − T): "
+                "use log_density(release, T)."
+            )
         return self.noise(jnp.zeros_like(residual)).log_prob(residual)
 
     def log_density(self, release, statistic):
         """Elementwise log density ``log η(release | T)``."""
+        if not self.additive:
+            return self.noise(jnp.asarray(statistic)).log_prob(jnp.asarray(release))
         return self.log_noise_density(jnp.asarray(release) - jnp.asarray(statistic))
 
     def release(self, rng_key, statistic):
