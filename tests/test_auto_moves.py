@@ -48,21 +48,23 @@ def mu_update(key, records, params):
     return {"mu": records["x"].sum() / prec + jax.random.normal(key) / jnp.sqrt(prec)}
 
 
-def run(kernel, *args, num_warmup=400, seed=0):
+def run(kernel, *args, num_warmup=1000, seed=0):
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=100, num_chains=2, progress_bar=False)
     mcmc.run(jax.random.key(seed), *args)
     return mcmc.get_samples()
 
 
-def test_pilot_drops_the_moves_where_they_do_not_pay_and_then_matches_plain_da():
-    # a conjugate θ-step already gives near-independent draws: the moves only add cost
+def test_pilot_sees_no_gain_where_the_moves_do_not_pay_and_auto_gives_the_chosen_draws():
+    # a conjugate θ-step already gives near-independent draws: the moves add cost, no ESS per draw.
+    # The ESS side is deterministic (fixed keys); the timing side is the machine's, so the choice is
+    # checked through the draws: auto gives exactly those of the variant it chose.
     auto = DataAugmentationKernel(count_model, theta_update=beta_update)
     draws = run(auto, 200, jnp.array(61.3))
     pilot = auto.moves_pilot
-    assert pilot is not None and pilot.num_moves == 0 and auto._num_moves == 0, pilot
-    assert pilot.speedup < SPEEDUP_TO_KEEP and pilot.seconds_per_iteration[1] > pilot.seconds_per_iteration[0]
-    plain = run(DataAugmentationKernel(count_model, theta_update=beta_update, noncentred_moves=0), 200, 61.3)
-    np.testing.assert_array_equal(draws["p"], plain["p"])  # same key → plain DA's draws
+    assert pilot is not None and pilot.gain_per_draw < 1.3 and min(pilot.ess_per_draw) > 0.5, pilot
+    assert auto._num_moves == pilot.num_moves and (pilot.num_moves == 0) == (pilot.speedup < SPEEDUP_TO_KEEP)
+    fixed = DataAugmentationKernel(count_model, theta_update=beta_update, noncentred_moves=pilot.num_moves)
+    np.testing.assert_array_equal(draws["p"], run(fixed, 200, jnp.array(61.3))["p"])
 
 
 def test_pilot_keeps_the_moves_where_they_pay():
@@ -82,9 +84,9 @@ def test_same_model_and_data_get_the_same_choice_and_draws():
 
 
 def test_no_pilot_for_a_short_warmup_or_traced_arguments():
-    assert pilot_length(299) == 0 and pilot_length(300) == 10 and pilot_length(10_000) == 50
+    assert pilot_length(999) == 0 and pilot_length(1000) == 33 and pilot_length(10_000) == 50
     short = DataAugmentationKernel(weak_release_model, theta_update=mu_update)
-    short.init(jax.random.key(0), 100, None, (jnp.array(40.0),), {})
+    short.init(jax.random.key(0), 999, None, (jnp.array(40.0),), {})
     assert short.moves_pilot is None and short._num_moves == 5
     traced = DataAugmentationKernel(weak_release_model, theta_update=mu_update)
     jax.jit(lambda s: traced.init(jax.random.key(0), 1000, None, (s,), {}).nc_step_size)(jnp.array(40.0))

@@ -58,7 +58,7 @@ def assert_moments(draws, mean, second):
     assert abs(z1) < Z_MAX and abs(z2) < Z_MAX, (z1, z2, ess)
 
 
-@pytest.mark.parametrize("theta_step", ["exact", "nuts"])
+@pytest.mark.parametrize("theta_step", ["exact", pytest.param("nuts", marks=pytest.mark.slow)])
 def test_data_augmentation_block_of_gibbs_exact_posterior(theta_step):
     kw = {"theta_update": beta_update} if theta_step == "exact" else {}
     da = DataAugmentationKernel(two_part_model, noncentred_moves=0, **kw)
@@ -198,7 +198,7 @@ def exact_coupled_moments(n, s, eps, y, w, grid=1000):
 
 
 @pytest.mark.filterwarnings("ignore::dpjax.infer.PseudoMarginalWarning")  # m = 2 on purpose
-@pytest.mark.parametrize("block", ["da_nuts", "pseudo_marginal"])
+@pytest.mark.parametrize("block", [pytest.param("da_nuts", marks=pytest.mark.slow), "pseudo_marginal"])
 def test_coupled_blocks_exact_posterior(block):
     # p's conditional depends on q through w, so refreshing p's block after q's NUTS block moves
     # matters. With 2 simulations the pseudo-marginal estimate is noisy: re-estimating it from all

@@ -24,14 +24,14 @@ import jax
 import numpy as np
 from numpyro.diagnostics import effective_sample_size
 
-__all__ = ["BURN_IN_STAGES", "MovesPilot", "SPEEDUP_TO_KEEP", "pilot_moves", "pilot_length"]
+__all__ = ["BURN_IN_STAGES", "MIN_WARMUP", "MovesPilot", "SPEEDUP_TO_KEEP", "pilot_moves", "pilot_length"]
 
 #: estimated ESS/s of DA + moves over plain DA needed to keep the moves
 SPEEDUP_TO_KEEP = 1.5
 PILOT_CHAINS = 4
 BURN_IN_STAGES = 2  # stages of burn-in (with the moves), over which the pilot's samplers adapt
 _MAX_LENGTH = 50  # iterations per pilot stage; five stages in all
-_MIN_LENGTH = 10
+MIN_WARMUP = 1000  # shorter runs keep the moves (the structural default) without a pilot
 _MAX_REPEATS = 8  # timed stages per variant: the fastest one counts; more of them for a quick model
 _MIN_TIMING_SECONDS = 0.5
 _RESOLVED_ESS = 20.0  # below this total ESS a pilot's estimate is mostly noise
@@ -52,9 +52,9 @@ class MovesPilot(NamedTuple):
 def pilot_length(num_warmup: int) -> int:
     """Iterations per pilot stage: a thirtieth of the warmup (at most 50), so its six stages (two
     of burn-in, two timed per variant; more timed ones only while it has taken under half a
-    second) cost a fifth of it; 0 (no pilot) for a warmup under 300 iterations."""
-    length = min(_MAX_LENGTH, num_warmup // 30)
-    return length if length >= _MIN_LENGTH else 0
+    second) cost a fifth of it; 0 (no pilot) for a warmup under ``MIN_WARMUP`` iterations, where
+    the pilot's extra compilation would weigh too much against a short run."""
+    return min(_MAX_LENGTH, num_warmup // 30) if num_warmup >= MIN_WARMUP else 0
 
 
 def _timed(run, states, use_moves):

@@ -122,7 +122,7 @@ class DataAugmentationKernel(PerChainKernel):
         fixed as noise variables u, x = g(θ, u) (interweaving; see :mod:`dpjax.infer.noncentred`).
         They keep θ mixing when the release is weak compared with the data. ``"auto"`` (default):
         5 where every latent record site has a noise representation and θ is continuous, else 0;
-        with at least 300 warmup iterations, a timed pilot (4 chains, a fifth of the warmup in
+        with at least 1000 warmup iterations, a timed pilot (4 chains, a fifth of the warmup in
         extra iterations, one more compilation) keeps them only where they raise the
         ESS per second 1.5-fold (:mod:`dpjax.infer.auto_moves`; the outcome is in
         ``kernel.moves_pilot`` and is remembered for the same model, settings and data, so the same
