@@ -67,7 +67,7 @@ def _mixing(draws):
     """Per coordinate: ESS and mean squared jump; ``draws`` is (iterations, chains, dim)."""
     x = np.moveaxis(np.asarray(draws, np.float64), 0, 1)  # (chains, iterations, dim)
     # a coordinate that never moved has no variance (NaN ESS): count it as one draw
-    ess = np.nan_to_num([float(effective_sample_size(x[..., j])) for j in range(x.shape[-1])], nan=1.0)
+    ess = np.nan_to_num(np.asarray(effective_sample_size(x), np.float64), nan=1.0)
     return np.maximum(ess, 1.0), np.mean(np.diff(x, axis=1) ** 2, axis=(0, 1)), x
 
 

@@ -254,15 +254,9 @@ class DataAugmentationKernel(PerChainKernel):
         spec = self._spec
         theta = {k: state.z[k] for k in spec.theta}
         public, releases = self._observed(theta, state.records, model_args, model_kwargs)
-        t_now = self._per_record({**public, **state.records})
-        statistics = {
-            n: jnp.asarray(jnp.sum(t, 0), jnp.result_type(state.statistics[n]))
-            for (n, _), t in zip(spec.privatized, t_now)
-        }
-        log_eta = sum(
-            jnp.sum(info.mechanism.log_density(s, statistics[n]))
-            for (n, info), s in zip(spec.privatized, releases)
-        )
+        statistics = self._statistics(public, state.records)
+        statistics = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in statistics.items()}
+        log_eta = self._log_eta(releases, statistics)
         theta_state = state.theta_state
         if self._inner is not None:
             kw = with_conditioning(model_kwargs, state.records)
@@ -363,6 +357,18 @@ class DataAugmentationKernel(PerChainKernel):
         public = {k: tr[k]["value"] for k in self._spec.public_records}
         return public, tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized)
 
+    def _statistics(self, public, records):
+        """``{site: T}`` of the database ``public`` ∪ ``records``."""
+        t_now = self._per_record({**public, **records})
+        return {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
+
+    def _log_eta(self, releases, statistics):
+        """log η(s | T) summed over the privatized sites."""
+        return sum(
+            jnp.sum(info.mechanism.log_density(s, statistics[n]))
+            for (n, info), s in zip(self._spec.privatized, releases)
+        )
+
     def _per_record(self, full_records):
         return tuple(
             record_statistics(info.statistic, {k: full_records[k] for k in info.record_sites})
@@ -408,11 +414,8 @@ class DataAugmentationKernel(PerChainKernel):
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
         public = {k: jnp.asarray(tr[k]["value"]) for k in spec.public_records}
-        t_now = self._per_record({**public, **records})
-        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
-        log_eta = sum(
-            jnp.sum(info.mechanism.log_density(tr[n]["value"], statistics[n])) for n, info in spec.privatized
-        )
+        statistics = self._statistics(public, records)
+        log_eta = self._log_eta([tr[n]["value"] for n, _ in spec.privatized], statistics)
         valid = jnp.isfinite(log_eta) & self._theta_ok(theta)
         one = jnp.array(1.0)
         nc = init_nc_state(theta, self._supports) if self._num_moves else ()
@@ -523,8 +526,7 @@ class DataAugmentationKernel(PerChainKernel):
             model_args=model_args,
             model_kwargs=model_kwargs,
         )
-        t_now = self._per_record({**public, **records})
-        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
+        statistics = self._statistics(public, records)
         if self._inner is not None:  # point the inner sampler at the moved θ
             z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in self._spec.theta}
             theta_state = theta_state._replace(z={**theta_state.z, **z})

@@ -229,10 +229,12 @@ class PseudoMarginalABC(PerChainKernel):
         self._public = [
             k for k, s in tr.items() if s["type"] == "sample" and s["is_observed"] and k not in privatized
         ]
-        self._latent = list(spec.roles.latent_records)
+        # one simulated database is kept only as a block of numpyro.infer.Gibbs (see `refresh`);
+        # standalone, carrying n records per chain would be pure cost
+        self._latent = list(spec.roles.latent_records) if self._store_records else []
         if init_params is not None:
             # numpyro.infer.Gibbs gives every site of the block: θ and the latent records
-            if set(init_params) - set(self._latent) != set(theta):
+            if set(init_params) - set(spec.roles.latent_records) != set(theta):
                 raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
             _check_support(init_params, {k: tr[k]["fn"].support for k in theta})
         self._privatized, self._theta, self._num_warmup = privatized, theta, int(num_warmup)
