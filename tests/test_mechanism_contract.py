@@ -73,7 +73,7 @@ def test_non_additive_mechanism_has_its_own_density_and_no_residual_form():
     assert dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0).additive
 
 
-@pytest.mark.parametrize("engine", ["DA", "PM"])
+@pytest.mark.parametrize("engine", ["DA", pytest.param("PM", marks=pytest.mark.slow)])
 def test_engines_use_the_release_density_of_a_non_additive_mechanism(engine):
     kernel = (
         DataAugmentationKernel(model, theta_update=beta_update, noncentred_moves=0)
