@@ -1,6 +1,6 @@
 """dpjax: exact inference from differentially private releases, as a NumPyro extension."""
 
-from . import infer, mechanisms, models, synthetic
+from . import compositional, infer, mechanisms, models, synthetic
 from .mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -10,7 +10,7 @@ from .mechanisms import (
     clamp,
     normalize,
 )
-from .primitives import privatized
+from .primitives import privatized, records_plate
 
 __version__ = "0.1.0"
 
@@ -21,10 +21,12 @@ __all__ = [
     "LaplaceMechanism",
     "Mechanism",
     "clamp",
+    "compositional",
     "infer",
     "mechanisms",
     "models",
     "synthetic",
     "normalize",
     "privatized",
+    "records_plate",
 ]
