@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -13,14 +13,23 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from numpyro import handlers
-from numpyro.primitives import _PYRO_STACK
+from numpyro.primitives import _PYRO_STACK, Messenger
 
 from .mechanisms import Mechanism
 from .mechanisms.base import IntegerMechanism, concrete
 
-__all__ = ["PrivatizedInfo", "SiteRoles", "privatized", "record_statistics", "simulate", "site_roles"]
+__all__ = [
+    "PrivatizedInfo",
+    "SiteRoles",
+    "privatized",
+    "record_statistics",
+    "records_plate",
+    "simulate",
+    "site_roles",
+]
 
 INFER_KEY = "dpjax"
+ACTIVE_KEY = "dpjax_active"  # infer flag of a record site masked by its records_plate's size
 
 
 class PrivatizedInfo(NamedTuple):
@@ -33,6 +42,64 @@ class PrivatizedInfo(NamedTuple):
     plate: str
     record_sites: tuple[str, ...]
     record_values: tuple = ()
+    size: Any = None
+    active: Any = None
+
+
+class allow_overflow(Messenger):
+    """Lets a records_plate take a size beyond its capacity (all slots active): for an engine's
+    prototype trace, where n is a draw from its prior, before the engine starts n inside."""
+
+
+class records_plate(numpyro.plate):
+    """The records plate of a database whose size may be unknown: ``capacity`` record slots, of
+    which the first ``size`` are records and the rest are masked out of every log density and of
+    the statistics of the :func:`privatized` sites that name this plate.
+
+    ``size`` is the value of a sample site (a latent n with a prior, for unbounded DP, where n
+    itself is private and may be released noisily as one more privatized site whose per-record
+    statistic is 1) or a constant. The same model then runs with n conditioned or fixed through
+    :class:`~dpjax.infer.DataAugmentationKernel`, with n latent through
+    :class:`~dpjax.infer.ReversibleJumpKernel`, and simulates (θ, n, records, releases) with
+    ``Predictive`` or exact ABC.
+
+    >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
+    >>> def model(capacity, s_dp=None, n_dp=None):
+    ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    ...     n = numpyro.sample("n", dist.DiscreteUniform(1, capacity))
+    ...     people = dpjax.records_plate("people", n, capacity)
+    ...     with people:
+    ...         x = numpyro.sample("x", dist.Bernoulli(p))
+    ...     dpjax.privatized("count", dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0),
+    ...                      lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+    ...     dpjax.privatized("n_dp", dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0),
+    ...                      lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+    >>> draws = numpyro.infer.Predictive(model, num_samples=2)(jax.random.key(0), 60)
+    >>> draws["x"].shape
+    (2, 60)
+    """
+
+    def __init__(self, name: str, size, capacity: int, *, dim: int | None = None):
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
+            raise ValueError(
+                f"`capacity` must be a positive int (the number of record slots), got {capacity!r}."
+            )
+        if jnp.ndim(size) != 0:
+            raise ValueError(f"`size` must be a scalar (the number of records), got shape {jnp.shape(size)}.")
+        if concrete(size) and not any(isinstance(h, allow_overflow) for h in _PYRO_STACK):
+            value = np.asarray(size)
+            if value != np.round(value) or not 0 <= value <= capacity:
+                raise ValueError(f"`size` must be a whole number in [0, capacity={capacity}], got {value!r}.")
+        super().__init__(name, int(capacity), dim=dim)
+        self.num_records = size
+        self.active = jnp.arange(int(capacity)) < size
+
+    def process_message(self, msg):
+        super().process_message(msg)
+        if msg["type"] == "sample" and any(f.name == self.name for f in msg["cond_indep_stack"]):
+            mask = self.active.reshape((-1,) + (1,) * (-self.dim - 1))
+            msg["fn"] = msg["fn"].mask(mask)
+            msg["infer"] = {**(msg.get("infer") or {}), ACTIVE_KEY: True}
 
 
 def record_statistics(statistic, records):
@@ -186,7 +253,8 @@ def privatized(
         one record's value of each entry of ``records``.
     :param records: the record sites the statistic reads, ``{site_name: value}`` with the records
         along axis 0 (latent ones are imputed; observed ones are public).
-    :param plate: name of the records plate (the outermost plate of those sites).
+    :param plate: the records plate (the outermost plate of those sites): its name, or the
+        :class:`records_plate` itself when the database's size is a site (or is padded).
     :param obs: the observed release, or ``None`` to simulate one.
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
@@ -204,14 +272,25 @@ def privatized(
         raise ValueError(f"`mechanism` must be a dpjax Mechanism, got {type(mechanism).__name__}.")
     if not callable(statistic):
         raise ValueError("`statistic` must be a callable t(record) -> array.")
+    size = active = None
+    if isinstance(plate, records_plate):
+        plate, size, active = plate.name, plate.num_records, plate.active
     if not isinstance(plate, str):
-        raise ValueError(f"`plate` must be the name of the records plate, got {plate!r}.")
+        raise ValueError(f"`plate` must be the name of the records plate or a records_plate, got {plate!r}.")
     if not isinstance(records, Mapping) or not records:
         raise ValueError("`records` must be a non-empty dict {site_name: values}.")
     sizes = {k: (jnp.shape(v)[0] if jnp.ndim(v) else None) for k, v in records.items()}
     if None in sizes.values() or len(set(sizes.values())) != 1:
         raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
     per_record = record_statistics(statistic, records)
+    if active is not None:
+        if per_record.shape[0] != active.shape[0]:
+            raise ValueError(
+                f"privatized site {name!r}: `records` have {per_record.shape[0]} rows but the records_plate "
+                f"{plate!r} has capacity {active.shape[0]}."
+            )
+        # the slots beyond the size are no records: they add nothing to T
+        per_record = jnp.where(active.reshape((-1,) + (1,) * (per_record.ndim - 1)), per_record, 0.0)
     total = jnp.sum(per_record, axis=0)
     mech_shape = np.shape(mechanism.scale)
     try:
@@ -238,7 +317,7 @@ def privatized(
         _check_release(name, mechanism, per_record, total, None if raw_obs is None else np.asarray(raw_obs))
     if _PYRO_STACK:
         _check_gradient_sampler(name, tuple(records), plate)
-    info = PrivatizedInfo(mechanism, statistic, plate, tuple(records), tuple(records.values()))
+    info = PrivatizedInfo(mechanism, statistic, plate, tuple(records), tuple(records.values()), size, active)
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})
 
 
@@ -250,6 +329,7 @@ class SiteRoles(NamedTuple):
     theta: tuple[str, ...]
     latent_records: tuple[str, ...]
     public_records: tuple[str, ...]
+    size: str | None = None  # the latent site that sizes the records_plate (unknown n)
 
 
 _WRAPPERS = (dist.MaskedDistribution, dist.ExpandedDistribution, dist.Independent)
@@ -276,8 +356,11 @@ def _check_unweighted(name, site, privatized=True):
             "an explicit argument)."
         )
     fn = site["fn"]
+    own_mask = bool((site.get("infer") or {}).get(ACTIVE_KEY))  # a records_plate's: slots beyond n
     while isinstance(fn, _WRAPPERS):
-        if isinstance(fn, dist.MaskedDistribution):
+        if isinstance(fn, dist.MaskedDistribution) and own_mask:
+            own_mask = False
+        elif isinstance(fn, dist.MaskedDistribution):
             mask = fn._mask
             if not (concrete(mask) and np.all(np.asarray(mask))):
                 shown = np.asarray(mask).tolist() if concrete(mask) else "a traced value"
@@ -347,13 +430,39 @@ def site_roles(tr) -> SiteRoles:
     latent_records = tuple(k for k, s in in_plate.items() if not s["is_observed"])
     if not latent_records:
         raise ValueError(f"Plate {plate!r} has no latent record sites to impute.")
+    size = _size_site(tr, privatized[0][1].size)
     theta = tuple(
-        k for k, s in tr.items() if s["type"] == "sample" and not s["is_observed"] and k not in in_plate
+        k
+        for k, s in tr.items()
+        if s["type"] == "sample" and not s["is_observed"] and k not in in_plate and k != size
     )
     public = tuple(k for k, s in in_plate.items() if s["is_observed"])
+    if size is not None and public:
+        raise ValueError(
+            f"The records plate {plate!r} is sized by the latent site {size!r}, so its records cannot be "
+            f"observed: {list(public)} are public record sites. Condition {size!r} (a known n) or make "
+            "every record site latent."
+        )
     for k in theta + latent_records + public:
         _check_unweighted(k, tr[k], privatized=False)
-    return SiteRoles(privatized, theta, latent_records, public)
+    return SiteRoles(privatized, theta, latent_records, public, size)
+
+
+def _size_site(tr, size):
+    """The latent sample site whose value sizes the records plate, or None (a constant or observed
+    size, or a size given as a model argument: then the active slots are fixed)."""
+    if size is None:
+        return None
+    name = next((k for k, s in tr.items() if s["type"] == "sample" and s["value"] is size), None)
+    if name is None or tr[name]["is_observed"]:
+        return None
+    fn = tr[name]["fn"]
+    if not fn.support.is_discrete or jnp.ndim(size) != 0 or fn.event_shape or fn.batch_shape:
+        raise ValueError(
+            f"Site {name!r} sizes the records plate, so it must be a scalar site with a discrete prior on "
+            f"whole numbers (e.g. dist.DiscreteUniform(1, capacity), dist.Poisson(rate)), got {fn}."
+        )
+    return name
 
 
 def simulate(rng_key, model, privatized_sites, model_args, model_kwargs, data=None):

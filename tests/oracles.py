@@ -38,3 +38,28 @@ def exact_bernoulli(s_dp, n=30):
     w = np.exp(log_w - log_w.max())
     w /= w.sum()
     return float(w @ ((2 + k) / (n + 4))), float(w @ ((2 + k) * (3 + k) / ((n + 4) * (n + 5))))
+
+
+def exact_unknown_n(s_dp, n_dp, mech_s, mech_n, log_prior_n, n_max, a=2.0, b=2.0):
+    """Unknown n (Awan, Barrientos & Ju): Bernoulli(p) records, p ~ Beta(a, b), a noisy count
+    ``s_dp`` of the ones and a noisy size ``n_dp`` (None: no release of n). Exact posterior by
+    double enumeration over n ≤ n_max and the count k ≤ n (Beta–Binomial in k given n).
+
+    Returns ``(pmf of n on 0..n_max, E[p], E[p²])``; ``log_prior_n(n)`` may be −inf."""
+    n = np.arange(n_max + 1)[:, None]
+    k = np.arange(n_max + 1)[None, :]
+    ok = k <= n
+    kk, nn = np.where(ok, k, 0), np.where(ok, n, 0)
+    log_w = (
+        gammaln(nn + 1) - gammaln(kk + 1) - gammaln(nn - kk + 1) + betaln(a + kk, b + nn - kk) - betaln(a, b)
+    )
+    log_w = log_w + np.asarray(mech_s.log_density(s_dp, k.astype(float)))
+    if n_dp is not None:
+        log_w = log_w + np.asarray(mech_n.log_density(n_dp, n.astype(float)))
+    log_w = log_w + np.array([log_prior_n(m) for m in n[:, 0]])[:, None]
+    log_w = np.where(ok, log_w, -np.inf)
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    mean = (a + k) / (a + b + n)
+    second = (a + k) * (a + k + 1) / ((a + b + n) * (a + b + n + 1))
+    return w.sum(1), float(np.sum(w * mean)), float(np.sum(w * second))

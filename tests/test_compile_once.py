@@ -6,9 +6,10 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from numpyro.infer import MCMC
 
 import dpjax
-from dpjax.infer import abc_importance, exact_abc, is_mcem
+from dpjax.infer import PseudoMarginalABC, abc_importance, exact_abc, mcem
 
 
 def counting_model():
@@ -67,9 +68,9 @@ def test_abc_importance_does_not_retrace_for_a_new_release_or_proposal():
     assert second == third
 
 
-def test_is_mcem_does_not_retrace_for_a_new_release():
+def test_mcem_does_not_retrace_for_a_new_release():
     def run(m, r):
-        is_mcem(
+        mcem(
             jax.random.key(0), m, {"theta": 20.0}, r, num_particles=(100,), tolerances=(1e-2,),
             max_iterations=3, num_m_steps=5, progress_bar=False,
         )  # fmt: skip
@@ -78,6 +79,36 @@ def test_is_mcem_does_not_retrace_for_a_new_release():
         first, second, third = executions(run, RELEASES)
     assert second < first
     assert second == third
+
+
+def pm_mcmc(model):
+    kernel = PseudoMarginalABC(model, num_simulations=8)
+    return MCMC(
+        kernel, num_warmup=20, num_samples=20, num_chains=2, chain_method="vectorized", progress_bar=False,
+        jit_model_args=True,  # NumPyro then passes the release to its compiled loop as an argument
+    )  # fmt: skip
+
+
+def test_pseudo_marginal_abc_does_not_retrace_for_a_new_release_under_mcmc():
+    """A second ``mcmc.run`` with a new release of the same shape re-executes the model body only in
+    the kernel's eager ``init`` (prototype trace and initial estimate), not in the sampling loop, and
+    the reused compilation samples from the new release (the draws of a fresh MCMC)."""
+    model, calls = counting_model()
+    mcmc = pm_mcmc(model)
+    counts = []
+    for release in RELEASES:
+        before = calls["n"]
+        mcmc.run(jax.random.key(0), release)
+        counts.append(calls["n"] - before)
+    before = calls["n"]
+    keys = jax.random.split(jax.random.key(0), 2)
+    PseudoMarginalABC(model, num_simulations=8).init(keys, 20, None, (RELEASES[0],), {})
+    eager = calls["n"] - before  # what `init` alone executes
+    first, second, third = counts
+    assert second < first and second == third == eager, (counts, eager)
+    fresh = pm_mcmc(counting_model()[0])
+    fresh.run(jax.random.key(0), RELEASES[2])
+    jax.tree.map(np.testing.assert_array_equal, mcmc.get_samples(), fresh.get_samples())
 
 
 def test_a_static_argument_change_recompiles():
@@ -107,11 +138,11 @@ def test_cached_calls_give_the_same_results():
     imp = lambda r: abc_importance(jax.random.key(4), model, proposal, r, num_samples=300)
     a, _, b = imp(RELEASES[0]), imp(RELEASES[1]), imp(RELEASES[0])
     jax.tree.map(np.testing.assert_array_equal, (a.samples, a.weights), (b.samples, b.weights))
-    mcem = lambda r: is_mcem(
+    em = lambda r: mcem(
         jax.random.key(5), model, {"theta": 20.0}, r, num_particles=(200,), tolerances=(10.0,),
         max_iterations=5, num_m_steps=20, progress_bar=False,
     )  # fmt: skip
-    a, _, b = mcem(RELEASES[0]), mcem(RELEASES[1]), mcem(RELEASES[0])
+    a, _, b = em(RELEASES[0]), em(RELEASES[1]), em(RELEASES[0])
     jax.tree.map(np.testing.assert_array_equal, (a.params, a.history), (b.params, b.history))
     np.testing.assert_array_equal(a.information, b.information)
 

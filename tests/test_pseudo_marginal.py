@@ -217,3 +217,17 @@ def test_clear_errors_for_discrete_theta_param_sites_improper_priors_and_init_pa
             run(count_model, 50, jnp.array(15.0), init_params={"p": jnp.array(bad)})
     with pytest.raises(ValueError, match=r"`init_params\['theta'\]`.*support"):
         run(poisson_count, 25.0, jnp.array(S_DP), init_params={"theta": jnp.array(-3.0)})
+
+
+def test_check_init_params_names_the_site_skips_traced_values_and_lists_unknown_sites():
+    from dpjax.infer.chains import check_init_params
+
+    supports = {"p": dist.constraints.unit_interval, "sd": dist.constraints.positive}
+    check_init_params(None, supports)
+    check_init_params({"p": 0.3, "x": jnp.array([0, 1])}, supports)  # sites without a support: unchecked
+    outside = r"`init_params\['sd'\]` = \[1.0, -2.0\] is outside the support of site 'sd'"
+    with pytest.raises(ValueError, match=outside):
+        check_init_params({"p": 0.3, "sd": jnp.array([1.0, -2.0])}, supports)
+    with pytest.raises(ValueError, match=r"unknown sites \['lam'\]; the sites it can give are \['p', 'sd'\]"):
+        check_init_params({"p": 0.3, "lam": 1.0}, supports, allowed=["p", "sd"])
+    jax.jit(lambda p: check_init_params({"p": p}, supports) or p)(2.0)  # traced: skipped

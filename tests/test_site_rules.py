@@ -15,7 +15,7 @@ from numpyro.infer import HMC, MCMC, NUTS, DiscreteHMCGibbs, Predictive
 from numpyro.infer.gibbs import prototype_trace
 
 import dpjax
-from dpjax.infer import DataAugmentationKernel, PseudoMarginalABC, exact_abc, is_mcem
+from dpjax.infer import DataAugmentationKernel, PseudoMarginalABC, exact_abc, mcem
 from dpjax.primitives import site_roles
 
 LAPLACE = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
@@ -105,8 +105,8 @@ def engines(model, *args):
     yield "exact_abc", lambda: exact_abc(jax.random.key(0), model, *args, num_samples=5, progress_bar=False)
     yield "PseudoMarginalABC", lambda: run_mcmc(PseudoMarginalABC(model, 4), *args)
     yield (
-        "is_mcem",
-        lambda: is_mcem(jax.random.key(0), model, {"p": 0.5}, *args, num_particles=(10,), tolerances=(1e-2,)),
+        "mcem",
+        lambda: mcem(jax.random.key(0), model, {"p": 0.5}, *args, num_particles=(10,), tolerances=(1e-2,)),
     )
 
 

@@ -1,8 +1,9 @@
 """Inference engines for privatized data."""
 
 from .abc import ABCResult, ISResult, SlowABCWarning, abc_importance, exact_abc
-from .data_augmentation import DAState, DataAugmentationKernel
-from .mcem import ConvergenceWarning, MCEMResult, is_mcem
+from .birth_death import BirthDeathResult, birth_death
+from .data_augmentation import CapacityWarning, DAState, DataAugmentationKernel, ReversibleJumpKernel
+from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
 from .record_sweep import SweepResult, accept_records, record_sweep
@@ -10,6 +11,10 @@ from .replicates import run_chain
 
 __all__ = [
     "ABCResult",
+    "BirthDeathResult",
+    "CapacityWarning",
+    "ReversibleJumpKernel",
+    "birth_death",
     "ConvergenceWarning",
     "DAState",
     "DataAugmentationKernel",
@@ -24,6 +29,7 @@ __all__ = [
     "accept_records",
     "exact_abc",
     "is_mcem",
+    "mcem",
     "record_sweep",
     "register_noise_representation",
     "run_chain",

@@ -72,7 +72,7 @@ def _spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> _Spec:
         raise ValueError(
             f"{engine} needs a prior over every parameter (θ is simulated from it); sites {params} are "
             "`numpyro.param`. Give them a prior with `numpyro.sample`, or for maximum likelihood use "
-            "`is_mcem`."
+            "`mcem`."
         )
     if not roles.theta:
         raise ValueError(

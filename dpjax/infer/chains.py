@@ -7,12 +7,43 @@ import warnings
 from functools import partial
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import numpyro
 from numpyro import handlers
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key
+
+
+def check_init_params(init_params, supports, allowed=None):
+    """Host-side check of the initial values a user gives an engine, before anything is compiled.
+
+    ``init_params`` maps site names to constrained initial values (``None``: nothing to check);
+    ``supports`` maps site names to their supports (``numpyro.distributions.constraints``). Every
+    site of ``init_params`` that has a support is checked, elementwise, and a ValueError names the
+    site, its value and the support if any element is outside it (NaN included); a site of
+    ``supports`` that ``init_params`` leaves out is not an error (engines that need every site say
+    so themselves). Traced values (under ``jit``/``vmap``) cannot be checked on the host and are
+    skipped. With ``allowed`` (the site names an engine accepts), names outside it raise a
+    ValueError listing them and the accepted ones."""
+    init_params = {} if init_params is None else init_params
+    if allowed is not None:
+        unknown = sorted(set(init_params) - set(allowed))
+        if unknown:
+            raise ValueError(
+                f"`init_params` has unknown sites {unknown}; the sites it can give are {sorted(allowed)}."
+            )
+    for k, value in init_params.items():
+        if k not in supports or isinstance(value, jax.core.Tracer):
+            continue
+        support = supports[k]
+        if not np.all(np.asarray(support.check(jnp.asarray(value, jnp.result_type(float))))):
+            raise ValueError(
+                f"`init_params[{k!r}]` = {np.asarray(value).tolist()!r} is outside the support of site {k!r} "
+                f"({support})."
+            )
 
 
 def first_key(rng_key):

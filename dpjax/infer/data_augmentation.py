@@ -25,7 +25,7 @@ from numpyro.infer.hmc import HMC
 from numpyro.primitives import Messenger
 
 from ..mechanisms.base import check_key, concrete
-from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
+from ..primitives import INFER_KEY, SiteRoles, allow_overflow, record_statistics, simulate, site_roles
 from .auto_moves import (
     BURN_IN_STAGES,
     PILOT_CHAINS,
@@ -35,7 +35,8 @@ from .auto_moves import (
     pilot_moves,
     remembered,
 )
-from .chains import PerChainKernel, first_key, records_hidden
+from .birth_death import birth_death
+from .chains import PerChainKernel, check_init_params, first_key, records_hidden
 from .noncentred import (
     AUTO_POISSON_RATE,
     POISSON_RATE_LIMIT,
@@ -47,7 +48,7 @@ from .noncentred import (
 )
 from .record_sweep import accept_records, record_sweep
 
-__all__ = ["DAState", "DataAugmentationKernel"]
+__all__ = ["CapacityWarning", "DAState", "DataAugmentationKernel", "ReversibleJumpKernel"]
 
 
 class DAState(NamedTuple):
@@ -61,6 +62,10 @@ class DAState(NamedTuple):
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
     - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
       the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
+    - **birth_accept_rate**, **death_accept_rate**, **capacity_blocked** – with an unknown n
+      (:class:`~dpjax.infer.ReversibleJumpKernel`): the mean acceptance probabilities of the last
+      iteration's births and deaths, and how many births the capacity has refused so far (NaN, NaN
+      and 0 with a known n).
     - **valid** – False once the chain has left the model's support (a release impossible under
       the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
       draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
@@ -77,6 +82,9 @@ class DAState(NamedTuple):
     nc: Any
     nc_accept_rate: jax.Array
     nc_step_size: jax.Array
+    birth_accept_rate: jax.Array
+    death_accept_rate: jax.Array
+    capacity_blocked: jax.Array
     valid: jax.Array
     rng_key: jax.Array
 
@@ -207,6 +215,11 @@ class DataAugmentationKernel(PerChainKernel):
         self._supports = None
         self._num_warmup = 0
         self._spec: SiteRoles | None = None
+        self._size_moves = 0  # birth/death moves of an unknown n per iteration (ReversibleJumpKernel)
+        self._size_site: tuple[str, ...] = ()
+        self._size_bounds = (0, 0)
+        self._size_release: int | None = None
+        self._size_support: dict = {}
         #: what the ``"auto"`` pilot measured and chose (None when no pilot ran)
         self.moves_pilot: MovesPilot | None = None
 
@@ -225,12 +238,20 @@ class DataAugmentationKernel(PerChainKernel):
         fields = ("z", "record_accept_rate", "valid")
         if self._inner is not None:
             fields += ("accept_prob", "diverging")
+        if self._size_moves:
+            fields += ("birth_accept_rate", "death_accept_rate", "capacity_blocked")
         return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
 
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"
         if self._inner is not None:
             text += f" | θ: {self._inner.get_diagnostics_str(state.theta_state)}"
+        if self._size_site:
+            text += (
+                f" | n: birth {float(state.birth_accept_rate):.2f},"
+                f" death {float(state.death_accept_rate):.2f}"
+                + (f", {int(state.capacity_blocked)} blocked" if int(state.capacity_blocked) else "")
+            )
         if self._num_moves:
             text += f" | NC: acc. {float(state.nc_accept_rate):.2f}, step {float(state.nc_step_size):.2g}"
         return text
@@ -252,14 +273,14 @@ class DataAugmentationKernel(PerChainKernel):
         model's arguments), the chain's validity at them, and the inner sampler's cached potential
         and gradient (with the records conditioned). Deterministic: θ and the records are kept."""
         spec = self._spec
-        theta = {k: state.z[k] for k in spec.theta}
-        public, releases = self._observed(theta, state.records, model_args, model_kwargs)
-        statistics = self._statistics(public, state.records)
+        given = {k: state.z[k] for k in spec.theta + self._size_site}
+        public, releases, active = self._observed(given, state.records, model_args, model_kwargs)
+        statistics = self._statistics(public, state.records, active)
         statistics = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in statistics.items()}
         log_eta = self._log_eta(releases, statistics)
         theta_state = state.theta_state
         if self._inner is not None:
-            kw = with_conditioning(model_kwargs, state.records)
+            kw = with_conditioning(model_kwargs, {**state.records, **self._size(state.z)})
             theta_state = self._inner.refresh(theta_state, model_args, kw)
         valid = state.valid & jnp.isfinite(log_eta)
         return state._replace(statistics=statistics, theta_state=theta_state, valid=valid)
@@ -268,16 +289,15 @@ class DataAugmentationKernel(PerChainKernel):
         check_key(rng_key, batched=True)
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
         # static structure and host-side checks, once, outside any vmap over chains
-        tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
+        with allow_overflow():  # n drawn from its prior may exceed the capacity; the chain starts inside
+            tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
         self._spec = site_roles(tr)
+        self._resolve_size(tr)
         self._check_model(tr)
         self._resolve_noncentred(tr, num_warmup)
-        for k, v in (init_params or {}).items():
-            inside = k not in self._supports or not concrete(v) or self._supports[k](jnp.asarray(v))
-            if not np.all(np.asarray(inside)):
-                raise ValueError(
-                    f"`init_params`: {k} = {np.asarray(v)!r} is outside the support {self._supports[k]}."
-                )
+        spec = self._spec
+        sites = spec.theta + spec.latent_records + self._size_site
+        check_init_params(init_params, {**self._supports, **self._size_support}, allowed=sites)
         init_one = partial(
             self._init_one,
             init_params=init_params,
@@ -291,7 +311,7 @@ class DataAugmentationKernel(PerChainKernel):
                 "NaN at the initial imputed database, or θ is outside its support. Check the release "
                 "against the mechanism (an integer mechanism needs an integer release) and `init_params`."
             )
-        if self._noncentred == "auto" and self._num_moves:
+        if self._noncentred == "auto" and self._num_moves and not self._size_site:
             self.moves_pilot = self._pilot(init_one, init_params, model_args, model_kwargs)
             if self.moves_pilot is not None and not self.moves_pilot.num_moves:
                 self._num_moves = 0
@@ -349,17 +369,20 @@ class DataAugmentationKernel(PerChainKernel):
         tr, _ = simulate(rng_key, self._model, (), model_args, model_kwargs, data=theta)
         return {k: tr[k]["value"] for k in self._spec.latent_records}
 
-    def _observed(self, theta, records, model_args, model_kwargs):
-        """Public record values and releases: a trace with every latent site conditioned (no
-        randomness; XLA folds away what is unused)."""
-        model = handlers.condition(self._model, data={**theta, **records})
+    def _observed(self, given, records, model_args, model_kwargs):
+        """Public record values, releases and the active record slots (None: all) of a records
+        plate: a trace with every latent site conditioned (no randomness; XLA folds away what is
+        unused)."""
+        model = handlers.condition(self._model, data={**given, **records})
         tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
         public = {k: tr[k]["value"] for k in self._spec.public_records}
-        return public, tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized)
+        first = self._spec.privatized[0][0]
+        active = tr[first]["infer"][INFER_KEY].active
+        return public, tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized), active
 
-    def _statistics(self, public, records):
+    def _statistics(self, public, records, active):
         """``{site: T}`` of the database ``public`` ∪ ``records``."""
-        t_now = self._per_record({**public, **records})
+        t_now = self._per_record({**public, **records}, active)
         return {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
 
     def _log_eta(self, releases, statistics):
@@ -369,21 +392,31 @@ class DataAugmentationKernel(PerChainKernel):
             for (n, info), s in zip(self._spec.privatized, releases)
         )
 
-    def _per_record(self, full_records):
-        return tuple(
+    def _per_record(self, full_records, active):
+        """Per site, ``t(recordᵢ)`` stacked along axis 0; zero in the slots a records_plate leaves
+        empty."""
+        stats = tuple(
             record_statistics(info.statistic, {k: full_records[k] for k in info.record_sites})
             for _, info in self._spec.privatized
         )
+        if active is None:
+            return stats
+        return tuple(jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0) for t in stats)
 
-    def _z(self, theta, records):
-        return {**theta, **records} if self._store_records else dict(theta)
+    def _size(self, z):
+        """``{n's site: n}`` with an unknown n, else ``{}``."""
+        return {k: z[k] for k in self._size_site}
 
-    def _theta_step(self, rng_key, state, theta, public, model_args, model_kwargs):
+    def _z(self, theta, size, records):
+        return {**theta, **size, **records} if self._store_records else {**theta, **size}
+
+    def _theta_step(self, rng_key, state, theta, size, public, model_args, model_kwargs):
         if self._inner is None:
-            new = self._check_theta_update(self._theta_update(rng_key, {**public, **state.records}, theta))
+            params = {**theta, **size}
+            new = self._check_theta_update(self._theta_update(rng_key, {**public, **state.records}, params))
             new = {k: jnp.asarray(v, jnp.result_type(theta[k])) for k, v in new.items()}
             return new, (), jnp.array(1.0), jnp.array(False)
-        kw = with_conditioning(model_kwargs, state.records)
+        kw = with_conditioning(model_kwargs, {**state.records, **size})
         hs = self._inner.refresh(state.theta_state, model_args, kw)
         hs = self._inner.sample(hs, model_args, kw)
         new = self._inner.get_constrain_fn(model_args, kw)(hs.z)
@@ -391,49 +424,84 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _init_one(self, rng_key, *, init_params, model_args, model_kwargs):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
-        tr = prototype_trace(self._model, key_trace, model_args, model_kwargs)
+        with allow_overflow():
+            tr = prototype_trace(self._model, key_trace, model_args, model_kwargs)
         spec = self._spec
-        num_warmup = self._num_warmup
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
+        size = {k: jnp.asarray(tr[k]["value"]) for k in self._size_site}
         theta_state = ()
         # constrained initial values of θ and/or the latent records (numpyro.infer.Gibbs gives
         # every site of the block)
         init_params = dict(init_params or {})
-        unknown = set(init_params) - set(spec.theta) - set(spec.latent_records)
-        if unknown:
-            raise ValueError(f"`init_params` has unknown sites {sorted(unknown)}.")
         records.update({k: jnp.asarray(v, records[k].dtype) for k, v in init_params.items() if k in records})
         theta.update({k: jnp.asarray(init_params[k]) for k in theta if k in init_params})
+        for k in self._size_site:  # n: as given, else the noisy n rounded into n's support
+            lower, capacity = self._size_bounds
+            start = init_params.get(k)
+            if start is None and self._size_release is not None:
+                start = jnp.round(tr[spec.privatized[self._size_release][0]]["value"])
+            start = size[k] if start is None else start
+            size[k] = jnp.clip(jnp.asarray(start), lower, capacity).astype(size[k].dtype)
         if self._inner is not None:
-            kw = with_conditioning(model_kwargs, records)
+            kw = with_conditioning(model_kwargs, {**records, **size})
             unconstrained = None  # the inner NUTS/HMC starts from unconstrained values
             if any(k in init_params for k in spec.theta):
                 unconstrained = {k: biject_to(self._supports[k]).inv(v) for k, v in theta.items()}
-            theta_state = self._inner.init(key_inner, num_warmup, unconstrained, model_args, kw)
+            theta_state = self._inner.init(key_inner, self._num_warmup, unconstrained, model_args, kw)
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
-        public = {k: jnp.asarray(tr[k]["value"]) for k in spec.public_records}
-        statistics = self._statistics(public, records)
-        log_eta = self._log_eta([tr[n]["value"] for n, _ in spec.privatized], statistics)
-        valid = jnp.isfinite(log_eta) & self._theta_ok(theta)
-        one = jnp.array(1.0)
+        public, releases, active = self._observed({**theta, **size}, records, model_args, model_kwargs)
+        statistics = self._statistics(public, records, active)
+        log_eta = self._log_eta(releases, statistics)
         nc = init_nc_state(theta, self._supports) if self._num_moves else ()
-        step = jnp.exp(nc.log_step) if self._num_moves else jnp.array(0.0)
         return DAState(
-            self._z(theta, records),
-            records,
-            statistics,
-            theta_state,
-            one,
-            one,
-            jnp.array(False),
-            nc,
-            jnp.array(0.0),
-            step,
-            valid,
-            key_next,
+            z=self._z(theta, size, records),
+            records=records,
+            statistics=statistics,
+            theta_state=theta_state,
+            record_accept_rate=jnp.array(1.0),
+            accept_prob=jnp.array(1.0),
+            diverging=jnp.array(False),
+            nc=nc,
+            nc_accept_rate=jnp.array(0.0),
+            nc_step_size=jnp.exp(nc.log_step) if self._num_moves else jnp.array(0.0),
+            birth_accept_rate=jnp.array(jnp.nan),
+            death_accept_rate=jnp.array(jnp.nan),
+            capacity_blocked=jnp.array(0),
+            valid=jnp.isfinite(log_eta) & self._theta_ok(theta),
+            rng_key=key_next,
         )
+
+    def _resolve_size(self, tr):
+        """An unknown n (a latent site sizing the records plate): its bounds, and which release (if
+        any) is a noisy n, to start the chain there."""
+        size = self._spec.size
+        if size is None:
+            self._size_site, self._size_support = (), {}
+            return
+        if not self._size_moves:
+            raise ValueError(
+                f"The records plate is sized by the latent site {size!r} (an unknown n), which "
+                "DataAugmentationKernel does not update: use dpjax.infer.ReversibleJumpKernel, or condition "
+                f"{size!r} on a known n."
+            )
+        if self._noncentred not in (0, "auto"):
+            raise ValueError("`noncentred_moves` are not available with an unknown n yet; pass 0 or 'auto'.")
+        info = self._spec.privatized[0][1]
+        capacity = int(info.active.shape[0])
+        support = tr[size]["fn"].support
+        lower = int(getattr(support, "lower_bound", 0)) if concrete(getattr(support, "lower_bound", 0)) else 0
+        if lower > capacity:
+            raise ValueError(f"The prior of {size!r} starts at {lower}, beyond the capacity {capacity}.")
+        self._size_site, self._size_bounds = (size,), (max(lower, 0), capacity)
+        self._size_support = {size: support}
+        self._size_release = None
+        records = {k: tr[k]["value"] for k in self._spec.latent_records}
+        for i, (_, info) in enumerate(self._spec.privatized):
+            t = record_statistics(info.statistic, {k: records[k] for k in info.record_sites})
+            if concrete(t) and t.ndim == 1 and np.all(np.asarray(t) == 1):
+                self._size_release = i
 
     def _check_model(self, tr):
         """Host-side checks that would otherwise give silently wrong draws."""
@@ -454,7 +522,7 @@ class DataAugmentationKernel(PerChainKernel):
             )
         if self._theta_update is not None and concrete([s["value"] for s in tr.values() if "value" in s]):
             records = {k: tr[k]["value"] for k in spec.latent_records + spec.public_records}
-            theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
+            theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta + self._size_site}
             new = self._check_theta_update(self._theta_update(random.key(0), records, theta))
             bad = [k for k in spec.theta if not np.all(np.asarray(self._supports[k](new[k])))]
             if bad:
@@ -484,6 +552,7 @@ class DataAugmentationKernel(PerChainKernel):
         spec = self._spec
         blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
         blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
+        blockers += list(self._size_site)  # not yet with an unknown n
         dtype = jnp.result_type(float)
         limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
         costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
@@ -512,7 +581,7 @@ class DataAugmentationKernel(PerChainKernel):
             self._num_moves = self._noncentred
         self._num_warmup = num_warmup
 
-    def _moves(self, rng_key, nc, public, model_args, model_kwargs, theta, records, theta_state):
+    def _moves(self, rng_key, nc, public, active, model_args, model_kwargs, theta, records, theta_state):
         """The non-centred θ-moves, then the statistics and the inner sampler's θ brought along."""
         theta, records, nc, rate = noncentred_moves(
             rng_key,
@@ -526,7 +595,7 @@ class DataAugmentationKernel(PerChainKernel):
             model_args=model_args,
             model_kwargs=model_kwargs,
         )
-        statistics = self._statistics(public, records)
+        statistics = self._statistics(public, records, active)
         if self._inner is not None:  # point the inner sampler at the moved θ
             z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in self._spec.theta}
             theta_state = theta_state._replace(z={**theta_state.z, **z})
@@ -536,22 +605,56 @@ class DataAugmentationKernel(PerChainKernel):
         spec = self._spec
         key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
         theta = {k: state.z[k] for k in spec.theta}
-        public, releases = self._observed(theta, state.records, model_args, model_kwargs)
+        size = self._size(state.z)
+        public, releases, active = self._observed({**theta, **size}, state.records, model_args, model_kwargs)
         theta, theta_state, accept_prob, diverging = self._theta_step(
-            key_theta, state, theta, public, model_args, model_kwargs
+            key_theta, state, theta, size, public, model_args, model_kwargs
         )
-        proposals = self._simulate(key_prop, theta, model_args, model_kwargs)
-        t_old = self._per_record({**public, **state.records})
-        t_new = self._per_record({**public, **proposals})
+        proposals = self._simulate(key_prop, {**theta, **size}, model_args, model_kwargs)
+        t_old = self._per_record({**public, **state.records}, active)
+        t_new = self._per_record({**public, **proposals}, active)
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
         mechanisms = [_sweep_density(info.mechanism, s) for (_, info), s in zip(spec.privatized, releases)]
-        result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms)
+        result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
         records = accept_records(result.accepted, proposals, state.records)
-        statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, result.residuals)}
+        log_eta = result.log_density
+        residuals = result.residuals
         nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
+        jumps = dict(
+            birth_accept_rate=state.birth_accept_rate,
+            death_accept_rate=state.death_accept_rate,
+            capacity_blocked=state.capacity_blocked,
+        )
+        if self._size_site:  # unknown n: the between-model moves
+            key_next, key_births, key_jumps = random.split(key_next, 3)
+            t_now = tuple(
+                jnp.where(result.accepted.reshape((-1,) + (1,) * (o.ndim - 1)), w, o)
+                for o, w in zip(t_old, t_new)
+            )
+            jump = self._jumps(
+                key_births,
+                key_jumps,
+                {**theta, **size},
+                records,
+                t_now,
+                residuals,
+                mechanisms,
+                model_args,
+                model_kwargs,
+            )
+            records, residuals, log_eta = jump.records, jump.residuals, jump.log_density
+            size = {k: jump.size for k in self._size_site}
+            blocked = state.capacity_blocked + jump.blocked
+            jumps = dict(
+                birth_accept_rate=jump.birth_accept_rate,
+                death_accept_rate=jump.death_accept_rate,
+                capacity_blocked=blocked,
+            )
+            _warn_when_blocked(jump.blocked, self._size_bounds[1])
+        statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
         if self._num_moves:
-            moved = partial(self._moves, key_nc, state.nc, public, model_args, model_kwargs)
+            moved = partial(self._moves, key_nc, state.nc, public, active, model_args, model_kwargs)
             unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)
             if use_moves is None:
                 theta, records, nc, nc_rate, statistics, theta_state = moved(theta, records, theta_state)
@@ -560,19 +663,146 @@ class DataAugmentationKernel(PerChainKernel):
                     use_moves, moved, unmoved, theta, records, theta_state
                 )
             nc_step = jnp.exp(state.nc.log_step)
-        valid = state.valid & jnp.isfinite(result.log_density) & self._theta_ok(theta)
+        valid = state.valid & jnp.isfinite(log_eta) & self._theta_ok(theta)
         nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
         return DAState(
-            self._z(jax.tree.map(nan, theta), records),
-            records,
-            statistics,
-            theta_state,
-            result.accept_rate,
-            accept_prob,
-            diverging,
-            nc,
-            nc_rate,
-            nc_step,
-            valid,
-            key_next,
+            z=self._z(jax.tree.map(nan, theta), size, records),
+            records=records,
+            statistics=statistics,
+            theta_state=theta_state,
+            record_accept_rate=result.accept_rate,
+            accept_prob=accept_prob,
+            diverging=diverging,
+            nc=nc,
+            nc_accept_rate=nc_rate,
+            nc_step_size=nc_step,
+            valid=valid,
+            rng_key=key_next,
+            **jumps,
         )
+
+    def _jumps(
+        self, key_births, key_jumps, given, records, t_records, residuals, log_noise, model_args, model_kwargs
+    ):
+        """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call."""
+        lower, capacity = self._size_bounds
+        calls = -(-self._size_moves // capacity)
+        fresh = [self._simulate(k, given, model_args, model_kwargs) for k in random.split(key_births, calls)]
+        births = {k: jnp.concatenate([f[k] for f in fresh])[: self._size_moves] for k in records}
+        t_births = self._per_record(births, None)
+        # p(n) at the current θ (its hyperparameters may be θ sites)
+        model = handlers.condition(self._model, data={**given, **records})
+        size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[self._size_site[0]]["fn"]
+        (n,) = (given[k] for k in self._size_site)
+
+        def log_prior(m):  # −inf outside the support (numpyro's log_prob does not check it)
+            m = jnp.asarray(m, n.dtype)
+            return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf)
+
+        return birth_death(
+            key_jumps, n, records, t_records, residuals, births, t_births, log_noise, log_prior, lower=lower
+        )
+
+
+class CapacityWarning(UserWarning):
+    """The unknown-n chain reached the capacity of its records plate while n's prior allows more."""
+
+
+def _warn_blocked(blocked, capacity):
+    if np.any(np.asarray(blocked) > 0):
+        warnings.warn(
+            f"The chain proposed n beyond the records plate's capacity {capacity}, which n's prior "
+            f"allows: the draws are from the posterior truncated at n ≤ {capacity}, not the posterior. "
+            f"Rebuild the model with a larger capacity (e.g. {2 * capacity}) or a prior of n bounded by "
+            "the capacity; "
+            "`capacity_blocked` counts the refused births.",
+            CapacityWarning,
+            stacklevel=2,
+        )
+
+
+def _warn_when_blocked(blocked, capacity):
+    """Never truncate silently: a host warning (from inside the compiled chain) when a birth was
+    refused at the capacity. The callback runs only then, except under ``vmap``, where ``cond``
+    becomes ``select``, and the host check above decides."""
+    jax.lax.cond(
+        blocked > 0,
+        lambda b: jax.debug.callback(partial(_warn_blocked, capacity=capacity), b),
+        lambda b: None,
+        blocked,
+    )
+
+
+class ReversibleJumpKernel(DataAugmentationKernel):
+    """Exact MCMC for p(θ, n, x | s_dp, n_dp) when the sample size n is itself private
+    (unbounded DP; Awan, Barrientos & Ju, Algorithm 1).
+
+    The model sizes its records with :func:`dpjax.records_plate` ``(name, n, capacity)``, where n
+    is a latent site with a prior; a noisy n is one more :func:`dpjax.privatized` site whose
+    per-record statistic is 1 (or is absent: then only s informs n). Each iteration is one
+    :class:`DataAugmentationKernel` iteration over the n active records (θ | x by an inner NUTS or
+    ``theta_update``, the record sweep), then ``size_moves`` birth/death moves of n, each O(dim T)
+    (:func:`dpjax.infer.birth_death.birth_death`). n appears in the draws (and in ArviZ).
+
+    :param size_moves: birth/death moves per iteration. n moves by ±1 per accepted move, so it
+        needs about (posterior sd of n)² moves to cross its posterior; one move per iteration (the
+        seed's code) leaves n nearly stuck when n_dp is noisy. The default 100 costs about as much
+        as a sweep over a few hundred records.
+    :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the
+        current n (it returns θ only), and ``records`` the whole buffer, of which the first n
+        slots are the data.
+
+    The chain starts at the noisy n (rounded into n's support) unless ``init_params`` gives n.
+    Births beyond the capacity are refused; if n's prior allows more, a
+    :class:`CapacityWarning` is raised and ``capacity_blocked`` counts them, so a truncated
+    posterior is never silent. Extra fields: ``birth_accept_rate``, ``death_accept_rate``,
+    ``capacity_blocked`` besides those of :class:`DataAugmentationKernel`.
+
+    >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
+    >>> from numpyro.infer import MCMC
+    >>> def model(capacity, s_dp=None, n_dp=None):
+    ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    ...     n = numpyro.sample("n", dist.DiscreteUniform(1, capacity))
+    ...     people = dpjax.records_plate("people", n, capacity)
+    ...     with people:
+    ...         x = numpyro.sample("x", dist.Bernoulli(p))
+    ...     laplace = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+    ...     dpjax.privatized("count", laplace, lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+    ...     dpjax.privatized("n_dp", laplace, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+    >>> mcmc = MCMC(dpjax.infer.ReversibleJumpKernel(model), num_warmup=200, num_samples=200,
+    ...             progress_bar=False)
+    >>> mcmc.run(jax.random.key(0), 80, jnp.array(20.3), jnp.array(41.2))
+    >>> mcmc.get_samples()["n"].shape
+    (200,)
+    """
+
+    def __init__(
+        self,
+        model: Callable | None = None,
+        *,
+        inner_kernel: HMC | None = None,
+        theta_update: Callable | None = None,
+        size_moves: int = 100,
+        store_records: bool = False,
+    ):
+        if isinstance(size_moves, bool) or not isinstance(size_moves, (int, np.integer)) or size_moves < 1:
+            raise ValueError(f"`size_moves` must be an int >= 1, got {size_moves!r}.")
+        super().__init__(
+            model,
+            inner_kernel=inner_kernel,
+            theta_update=theta_update,
+            noncentred_moves=0,
+            store_records=store_records,
+        )
+        self._size_moves = int(size_moves)
+
+    def _resolve_size(self, tr):
+        super()._resolve_size(tr)
+        if not self._size_site:
+            raise ValueError(
+                "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "
+                "capacity) where n is a latent sample site; with a known n use DataAugmentationKernel."
+            )
+
+    def wrap_model(self, wrapper):
+        raise NotImplementedError("ReversibleJumpKernel cannot be a block of numpyro.infer.Gibbs yet.")

@@ -1,10 +1,11 @@
-"""Importance-sampling Monte Carlo EM for privatized data (Gong, Algorithms 2–3, eqs. 4.2–4.7).
+"""Monte Carlo EM for privatized data (Gong, Algorithms 2–3, eqs. 4.2–4.7).
 
-E-step: simulate the records from the model at θ⁽ᵗ⁾ and weight them by the mechanism density,
-w̃ᵢ ∝ η(s_dp | Tᵢ) (the privatized sites' own log densities). M-step: a user's closed form on the
-weighted records (exponential families, eq. 4.3), or any ``optax`` optimizer on the weighted
-complete-data log-likelihood Q (eq. 4.5). At the end, the observed score and observed Fisher
-information by Louis's formula (eqs. 4.6–4.7), with per-record-set gradients from JAX autodiff.
+E-step (``e_step``): record sets drawn, or weighted, from p(records | s_dp, θ⁽ᵗ⁾). The importance
+E-step (the only one so far) simulates the records from the model at θ⁽ᵗ⁾ and weights them by the
+mechanism density, w̃ᵢ ∝ η(s_dp | Tᵢ) (the privatized sites' own log densities). M-step: a user's
+closed form on the weighted records (exponential families, eq. 4.3), or any ``optax`` optimizer on
+the weighted complete-data log-likelihood Q (eq. 4.5). At the end, the observed score and observed
+Fisher information by Louis's formula (eqs. 4.6–4.7), with per-record-set gradients from JAX autodiff.
 """
 
 from __future__ import annotations
@@ -26,27 +27,39 @@ from tqdm.auto import tqdm
 
 from ..primitives import simulate, site_roles
 from .abc import _avals, _compiled, _positive_whole, _split_args
+from .chains import check_init_params
 
-__all__ = ["ConvergenceWarning", "MCEMResult", "is_mcem"]
+__all__ = ["E_STEPS", "ConvergenceWarning", "MCEMResult", "is_mcem", "mcem"]
+
+# the E-steps `mcem` accepts (an MCMC E-step, equally weighted draws of the records given the
+# release, is planned): each gives (record sets, normalised weights, effective sample size)
+E_STEPS = ("importance",)
 
 
 class ConvergenceWarning(UserWarning):
-    """An ``is_mcem`` stage stopped at ``max_iterations`` before meeting its tolerance."""
+    """An ``mcem`` stage stopped at ``max_iterations`` before meeting its tolerance."""
 
 
 class MCEMResult(NamedTuple):
     """- **params** – the MLE θ̂; **score** and **information** – observed score and observed
     Fisher information at θ̂ (Louis), flattened in ``ravel_pytree`` order of ``params``;
-    **std_errors** – ``sqrt(diag(information⁻¹))`` per site; **history** – θ per iteration;
-    **ess** – importance-sampling ESS per iteration (eq. 4.4); **num_particles** – N per iteration."""
+    **std_errors** – ``sqrt(diag(information⁻¹))`` per site;
+    **history** – θ after each iteration, ``{site: array of shape (num_iterations, *site_shape)}``
+    (row t is the M-step of iteration t; the starting value is not included, the last row is
+    ``params``); **ess** – the E-step's effective sample size per iteration (importance
+    sampling: eq. 4.4), shape ``(num_iterations,)``; **num_particles** – N per iteration, shape
+    ``(num_iterations,)``.
+
+    All fields are arrays (a pytree), so results of a study can be stacked with ``jax.tree.map``
+    (histories of equal length, e.g. by padding, for the per-iteration fields)."""
 
     params: dict
     score: np.ndarray
     information: np.ndarray
     std_errors: dict
-    history: list
-    ess: list
-    num_particles: list
+    history: dict
+    ess: jax.Array
+    num_particles: jax.Array
 
     def wald_interval(self, level: float = 0.95) -> dict:
         """``{site: (lower, upper)}``: θ̂ ± z_{(1+level)/2} · s.e. from the observed information.
@@ -64,11 +77,12 @@ class MCEMResult(NamedTuple):
         }
 
 
-def is_mcem(
+def mcem(
     rng_key,
     model,
     init_params: dict,
     *model_args,
+    e_step: str = "importance",
     num_particles: Sequence[int] = (1_000, 100_000, 1_000_000),
     tolerances: Sequence[float] = (1e-3, 1e-4, 1e-5),
     max_iterations: int = 200,
@@ -78,18 +92,23 @@ def is_mcem(
     progress_bar: bool = True,
     **model_kwargs,
 ) -> MCEMResult:
-    """Maximum likelihood for θ from a privatized release, with Louis's observed information.
+    """Maximum likelihood for θ from a privatized release by Monte Carlo EM, with Louis's observed
+    information.
 
-    Runs stage k with ``num_particles[k]`` simulated record sets (common random numbers within
-    the stage) until the max-norm change of θ is below ``tolerances[k]`` (the seed's stopping
-    rule, Appendix E), then the next stage from there. ``m_step(records, weights) -> params``
-    gives a closed-form M-step; otherwise
+    ``e_step`` chooses how the records given the release are drawn at θ⁽ᵗ⁾ (one of
+    :data:`E_STEPS`): ``"importance"`` (Gong, Algorithm 2) simulates N record sets from the model
+    at θ⁽ᵗ⁾ and weights them by the mechanism density η(s_dp | T). Runs stage k with
+    ``num_particles[k]`` record sets (common random numbers within the stage) until the max-norm
+    change of θ is below ``tolerances[k]`` (the seed's stopping rule, Appendix E), then the next
+    stage from there. ``m_step(records, weights) -> params`` gives a closed-form M-step; otherwise
     ``optimizer`` (default ``optax.adam(0.05)``) takes ``num_m_steps`` steps on the weighted
     log-likelihood in unconstrained space. ``init_params`` are constrained θ values; the prior
     sites of the model are ignored (likelihood inference). A progress bar (``progress_bar=False``
     silences it) shows the stage, its particle count, the iteration and the last change; a stage
     that reaches ``max_iterations`` before its tolerance issues a :class:`ConvergenceWarning`.
     """
+    if not isinstance(e_step, str) or e_step not in E_STEPS:
+        raise ValueError(f"`e_step` must be one of {list(E_STEPS)}, got {e_step!r}.")
     num_particles, tolerances = tuple(num_particles), tuple(tolerances)
     if len(num_particles) != len(tolerances) or not num_particles:
         raise ValueError("`num_particles` and `tolerances` must be non-empty and of equal length.")
@@ -102,24 +121,20 @@ def is_mcem(
     params = {k: jnp.asarray(v, dtype=jnp.result_type(float)) for k, v in init_params.items()}
     tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
     roles = site_roles(tr)
+    supports = {k: tr[k]["fn"].support for k in roles.theta}
+    check_init_params(params, supports, allowed=roles.theta)
     if set(params) != set(roles.theta):
         raise ValueError(
             f"`init_params` must give exactly the sites {sorted(roles.theta)}, got {sorted(params)}."
         )
-    for k, v in params.items():
-        support = tr[k]["fn"].support
-        if support.is_discrete:
-            raise ValueError(
-                f"is_mcem maximises over continuous θ; site {k!r} has a discrete support ({support})."
-            )
-        if not bool(jnp.all(support.check(v))):
-            raise ValueError(
-                f"`init_params[{k!r}]` = {np.asarray(v).tolist()!r} is outside the support of site {k!r} "
-                f"({support})."
-            )
+    discrete = [k for k in params if supports[k].is_discrete]
+    if discrete:
+        raise ValueError(
+            f"mcem maximises over continuous θ; sites {discrete} have a discrete support "
+            f"({', '.join(str(supports[k]) for k in discrete)})."
+        )
     privatized = [n for n, _ in roles.privatized]
     latent, records = roles.latent_records, roles.latent_records + roles.public_records
-    supports = {k: tr[k]["fn"].support for k in params}
 
     args = _split_args(model_args, model_kwargs)
 
@@ -135,15 +150,18 @@ def is_mcem(
     def unpack(traced, dynamic):
         return args.rebuild(dynamic) if traced else (model_args, model_kwargs)
 
-    def build_e_step(traced):
+    def build_importance_e_step(traced):
         @partial(jax.jit, static_argnums=2)
-        def e_step(key, params, num, dynamic):
+        def importance_e_step(key, params, num, dynamic):
             a, kw = unpack(traced, dynamic)
             recs, log_eta = jax.vmap(lambda k: simulate_records(k, params, a, kw))(random.split(key, num))
             w = jax.nn.softmax(log_eta)
             return recs, w, 1.0 / jnp.sum(w**2)
 
-        return e_step
+        return importance_e_step
+
+    # build(traced) -> jitted (key, params, num, dynamic) -> (records, normalised weights, ESS)
+    e_step_builders = {"importance": build_importance_e_step}
 
     def build_m_step(traced):
         def numeric_m_step(params, recs, w, dynamic):
@@ -178,13 +196,14 @@ def is_mcem(
     if args.key is not None:
         key = (model, tuple(privatized), tuple(latent), tuple(records), args.key)
         key += (jax.tree.structure(params), _avals(jax.tree.leaves(params)))
-    e_step = _compiled(None if key is None else ("is_mcem.e_step",) + key, build_e_step, args.dynamic)
+    e_key = None if key is None else ("mcem.e_step", e_step) + key
+    draw = _compiled(e_key, e_step_builders[e_step], args.dynamic)
     if m_step:
         m_update = lambda params, recs, w: m_step(recs, w)
     else:
-        m_key = None if key is None else ("is_mcem.m_step", optimizer, num_m_steps) + key
+        m_key = None if key is None else ("mcem.m_step", optimizer, num_m_steps) + key
         m_update = _compiled(m_key, build_m_step, args.dynamic)
-    history, ess_trace, sizes = [params], [], []
+    history, ess_trace, sizes = [], [], []
     for stage, (n, tol) in enumerate(zip(num_particles, tolerances), start=1):
         # common random numbers within a stage: the stage's Monte Carlo EM map is then
         # deterministic, so the stopping rule sees its convergence rather than simulation noise
@@ -192,12 +211,12 @@ def is_mcem(
         desc = f"MCEM stage {stage}/{len(num_particles)}, {int(n):,} particles"
         with tqdm(total=max_iterations, desc=desc, unit="it", disable=not progress_bar, leave=False) as bar:
             for _ in range(max_iterations):
-                recs, w, ess = e_step(key, params, int(n))
+                recs, w, ess = draw(key, params, int(n))
                 new = {k: jnp.asarray(v) for k, v in m_update(params, recs, w).items()}
                 change = max(float(jnp.max(jnp.abs(new[k] - params[k]))) for k in params)
                 params = new
                 history.append(params)
-                ess_trace.append(float(ess))
+                ess_trace.append(ess)
                 sizes.append(int(n))
                 bar.update()
                 bar.set_postfix_str(f"change {change:.3g} (tol {tol:.3g}), ESS {float(ess):,.0f}")
@@ -206,7 +225,7 @@ def is_mcem(
         if not change < tol:
             last = "the final stage" if stage == len(num_particles) else f"stage {stage}"
             warnings.warn(
-                f"is_mcem: {last} ({int(n):,} particles) reached max_iterations={max_iterations} with a last "
+                f"mcem: {last} ({int(n):,} particles) reached max_iterations={max_iterations} with a last "
                 f"change of {change:.3g} > tolerance {tol:.3g}; "
                 + (
                     "the returned θ̂ is not converged: raise `max_iterations` or loosen `tolerances`."
@@ -219,7 +238,7 @@ def is_mcem(
 
     # Louis (4.6–4.7) at θ̂, with the last stage's particle size
     rng_key, key = random.split(rng_key)
-    recs, w, _ = e_step(key, params, int(num_particles[-1]))
+    recs, w, _ = draw(key, params, int(num_particles[-1]))
     flat, unravel = ravel_pytree(params)
     ll = lambda f, r: record_loglik(unravel(f), r)
     lam = jax.vmap(jax.grad(ll), in_axes=(None, 0))(flat, recs)
@@ -234,7 +253,19 @@ def is_mcem(
         np.asarray(score),
         np.asarray(info),
         jax.tree.map(np.asarray, unravel(se_flat)),
-        history,
-        ess_trace,
-        sizes,
+        jax.tree.map(lambda *xs: jnp.stack(xs), *history),
+        jnp.stack(ess_trace),
+        jnp.asarray(sizes, dtype=jnp.int32),
     )
+
+
+def is_mcem(rng_key, model, init_params: dict, *model_args, **kwargs) -> MCEMResult:
+    """Deprecated alias of :func:`mcem` (with its default ``e_step="importance"``): the same
+    arguments and result; it only adds a ``DeprecationWarning``."""
+    warnings.warn(
+        "`is_mcem` is deprecated and will be removed; use `dpjax.infer.mcem` (its default "
+        "e_step='importance' is the same algorithm, with the same draws).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return mcem(rng_key, model, init_params, *model_args, **kwargs)

@@ -24,7 +24,7 @@ from numpyro.distributions import biject_to
 
 from ..primitives import simulate
 from .abc import _spec
-from .chains import PerChainKernel, records_hidden
+from .chains import PerChainKernel, check_init_params, records_hidden
 from .rwm import adapt, proposal_scale
 
 __all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
@@ -143,6 +143,8 @@ class PseudoMarginalABC(PerChainKernel):
     s.d. of the current estimate; at the end of warmup a :class:`PseudoMarginalWarning` with a
     suggested ``num_simulations`` is issued when the s.d. pooled over the last warmup proposals
     exceeds ``MAX_LOG_LIK_SD`` (2.5). θ must be continuous (use ``exact_abc`` for discrete θ).
+    With ``MCMC(..., jit_model_args=True)``, a new release of the same shape reuses the compiled
+    sampling loop (only ``init``'s eager traces of the model run again).
 
     It can be a block of ``numpyro.infer.Gibbs`` that owns θ *and* the latent record sites (the
     state keeps one simulated database, drawn ∝ its weight), e.g.
@@ -234,9 +236,11 @@ class PseudoMarginalABC(PerChainKernel):
         self._latent = list(spec.roles.latent_records) if self._store_records else []
         if init_params is not None:
             # numpyro.infer.Gibbs gives every site of the block: θ and the latent records
-            if set(init_params) - set(spec.roles.latent_records) != set(theta):
-                raise ValueError(f"`init_params` must give exactly the sites {sorted(theta)}.")
-            _check_support(init_params, {k: tr[k]["fn"].support for k in theta})
+            supports = {k: tr[k]["fn"].support for k in theta}
+            check_init_params(init_params, supports, allowed=list(theta) + list(spec.roles.latent_records))
+            missing = sorted(set(theta) - set(init_params))
+            if missing:
+                raise ValueError(f"`init_params` must give every θ site {sorted(theta)}; missing {missing}.")
         self._privatized, self._theta, self._num_warmup = privatized, theta, int(num_warmup)
         self._roles = spec.roles
         init_one = partial(self._init_one, init_params=init_params, args=model_args, kwargs=model_kwargs)
@@ -358,17 +362,3 @@ class PseudoMarginalABC(PerChainKernel):
             rng_key=key,
         )
         return adapt(new, new.flat, rate, self._num_warmup, TARGET_ACCEPT)
-
-
-def _check_support(init_params, supports):
-    """ValueError naming ``init_params`` and the site if a concrete initial value is outside its support."""
-    for k, support in supports.items():
-        value = init_params[k]
-        if isinstance(value, jax.core.Tracer):
-            continue
-        ok = np.asarray(support.check(jnp.asarray(value, jnp.result_type(float))))
-        if not ok.all():
-            raise ValueError(
-                f"`init_params[{k!r}]` = {np.asarray(value).tolist()!r} is outside the support of site {k!r} "
-                f"({support})."
-            )

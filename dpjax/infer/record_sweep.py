@@ -38,6 +38,7 @@ def record_sweep(
     t_new: Sequence[jax.Array],
     residuals: Sequence[jax.Array],
     log_noise: Sequence[Callable],
+    active: jax.Array | None = None,
 ) -> SweepResult:
     """One systematic sweep of independence-Metropolis record updates.
 
@@ -46,30 +47,35 @@ def record_sweep(
     :param t_new: per site, the same for the proposals.
     :param residuals: per site, ``s - Σᵢ t_old[i]`` at the start of the sweep.
     :param log_noise: per site, elementwise log noise density at a residual.
+    :param active: bool ``(n,)``, the slots that hold records (a records_plate's first n of its
+        capacity); the others are never updated and leave the acceptance rate out. Default: all.
     :return: a :class:`SweepResult`.
     """
     residuals = tuple(residuals)
     # one precomputed input stream per site: the residual moves by t(xᵢ) - t(x*ᵢ)
     deltas = tuple(o - w for o, w in zip(t_old, t_new))
     n = deltas[0].shape[0]
+    active = jnp.ones(n, bool) if active is None else active
 
     def log_eta(res):
         return sum(jnp.sum(f(r)) for f, r in zip(log_noise, res))
 
     def step(carry, xs):
         res, logp = carry
-        delta, log_u = xs
+        delta, log_u, on = xs
         res_star = tuple(r + d for r, d in zip(res, delta))
         logp_star = log_eta(res_star)
         log_alpha = logp_star - logp
-        accept = log_u < log_alpha
+        accept = on & (log_u < log_alpha)
         res = tuple(jnp.where(accept, a, b) for a, b in zip(res_star, res))
         return (res, jnp.where(accept, logp_star, logp)), (accept, log_alpha)
 
     log_u = jnp.log(random.uniform(rng_key, (n,)))
     init = (residuals, log_eta(residuals))
-    (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u))
-    return SweepResult(accepted, residuals, jnp.mean(jnp.exp(jnp.minimum(log_alpha, 0.0))), logp)
+    (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u, active))
+    alpha = jnp.where(active, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
+    rate = jnp.sum(alpha) / jnp.maximum(jnp.sum(active), 1)
+    return SweepResult(accepted, residuals, rate, logp)
 
 
 def accept_records(accepted, proposals: dict, records: dict) -> dict:

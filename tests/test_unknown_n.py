@@ -1,0 +1,211 @@
+"""Unknown sample size: records_plate and ReversibleJumpKernel against the exact posterior of
+(θ, n) by double enumeration (tests/oracles.py)."""
+
+import warnings
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro import handlers
+from numpyro.infer import MCMC
+from oracles import exact_unknown_n
+from scipy import stats
+
+import dpjax
+from dpjax.diagnostics import mcse_z
+from dpjax.infer import CapacityWarning, DataAugmentationKernel, ReversibleJumpKernel
+
+Z_MAX = 4.0
+
+
+def size_model(capacity, s_dp, n_dp, mech_s, mech_n, prior_n):
+    """Bernoulli records in a records plate of unknown size n; a noisy count and (unless mech_n is
+    None) a noisy n."""
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    n = numpyro.sample("n", prior_n)
+    people = dpjax.records_plate("people", n, capacity)
+    with people:
+        x = numpyro.sample("x", dist.Bernoulli(p))
+    dpjax.privatized("count", mech_s, lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+    if mech_n is not None:
+        dpjax.privatized("n_dp", mech_n, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+
+
+def beta_update(key, records, params):
+    """p | x, n: Beta(2 + ones among the first n records, 2 + zeros among them)."""
+    active = jnp.arange(records["x"].shape[0]) < params["n"]
+    ones = jnp.sum(jnp.where(active, records["x"], 0))
+    return {"p": jax.random.beta(key, 2.0 + ones, 2.0 + params["n"] - ones)}
+
+
+def run(kernel, *args, num_warmup=500, num_samples=2500, num_chains=4, seed=0):
+    mcmc = MCMC(
+        kernel,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        num_chains=num_chains,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
+    mcmc.run(jax.random.key(seed), *args)
+    return mcmc
+
+
+def assert_matches(mcmc, pmf, mean_p, second_p):
+    draws = mcmc.get_samples(group_by_chain=True)
+    n = np.asarray(draws["n"], float)
+    support = np.arange(len(pmf))
+    for what, got, exact in [
+        ("p", draws["p"], mean_p),
+        ("p²", np.asarray(draws["p"]) ** 2, second_p),
+        ("n", n, pmf @ support),
+        ("n²", n**2, pmf @ support**2),
+    ]:
+        z, ess = mcse_z(got, exact)
+        assert ess > 300, (what, ess)
+        assert abs(z) < Z_MAX, (what, z, ess, float(np.mean(got)), exact)
+
+
+LAPLACE = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+NOISY_N = dpjax.LaplaceMechanism(epsilon=0.1, sensitivity=1.0)
+DLAPLACE = dpjax.DiscreteLaplaceMechanism(epsilon=0.5)
+CAP = 60
+
+
+def flat(m):
+    return 0.0 if 1 <= m <= CAP else -np.inf
+
+
+@pytest.mark.parametrize("theta_step", ["exact", pytest.param("nuts", marks=pytest.mark.slow)])
+def test_exact_posterior_of_theta_and_n_noisy_n(theta_step):
+    """A noisy n_dp (ε_n = 0.1, sd of n's noise 14) and a flat prior on 1..60: the posterior of n
+    comes from n_dp and the count together; no release holds the exact n."""
+    s_dp, n_dp = 13.4, 31.7
+    kw = {"theta_update": beta_update} if theta_step == "exact" else {}
+    model = lambda: size_model(CAP, s_dp, n_dp, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
+    mcmc = run(ReversibleJumpKernel(model, **kw))
+    assert_matches(mcmc, *exact_unknown_n(s_dp, n_dp, LAPLACE, NOISY_N, flat, CAP))
+
+
+@pytest.mark.slow
+def test_exact_posterior_discrete_laplace_poisson_prior():
+    """Integer noise on both releases and a Poisson prior on n (support beyond the capacity, whose
+    posterior mass there is negligible)."""
+    s_dp, n_dp = 9.0, 24.0
+    prior = dist.Poisson(30.0)
+    model = lambda: size_model(80, s_dp, n_dp, DLAPLACE, DLAPLACE, prior)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CapacityWarning)
+        mcmc = run(ReversibleJumpKernel(model, theta_update=beta_update))
+    log_prior = lambda m: float(prior.log_prob(m))
+    assert_matches(mcmc, *exact_unknown_n(s_dp, n_dp, DLAPLACE, DLAPLACE, log_prior, 80))
+    assert int(mcmc.get_extra_fields()["capacity_blocked"].max()) == 0
+
+
+@pytest.mark.slow
+def test_exact_posterior_without_a_release_of_n():
+    """Only s (the seed's remark 5.5): n is informed by its prior and the count alone."""
+    s_dp = 17.2
+    model = lambda: size_model(40, s_dp, None, LAPLACE, None, dist.DiscreteUniform(1, 40))
+    mcmc = run(ReversibleJumpKernel(model, theta_update=beta_update))
+    log_prior = lambda m: 0.0 if 1 <= m <= 40 else -np.inf
+    assert_matches(mcmc, *exact_unknown_n(s_dp, None, LAPLACE, None, log_prior, 40))
+
+
+def test_n_reaches_one_without_a_crash():
+    """n_dp negative and far below the capacity: n = 1 carries much of the posterior."""
+    s_dp, n_dp = 0.4, -0.8
+    model = lambda: size_model(30, s_dp, n_dp, LAPLACE, LAPLACE, dist.DiscreteUniform(1, 30))
+    mcmc = run(ReversibleJumpKernel(model, theta_update=beta_update))
+    log_prior = lambda m: 0.0 if 1 <= m <= 30 else -np.inf
+    pmf, mean_p, second_p = exact_unknown_n(s_dp, n_dp, LAPLACE, LAPLACE, log_prior, 30)
+    assert pmf[1] > 0.3
+    assert int(mcmc.get_samples()["n"].min()) == 1
+    assert_matches(mcmc, pmf, mean_p, second_p)
+
+
+@pytest.mark.slow
+def test_precise_n_agrees_with_data_augmentation_at_the_true_n():
+    """ε_n large: n stays at round(n_dp) and the posterior of p is the known-n one, which the
+    DataAugmentationKernel gives on the same model with n conditioned."""
+    s_dp, n = 12.3, 35
+    sharp = dpjax.LaplaceMechanism(epsilon=40.0, sensitivity=1.0)
+    model = lambda: size_model(CAP, s_dp, float(n), LAPLACE, sharp, dist.DiscreteUniform(1, CAP))
+    rj = run(ReversibleJumpKernel(model, theta_update=beta_update), num_samples=2000)
+    assert np.all(np.asarray(rj.get_samples()["n"]) == n)
+    known = handlers.condition(model, data={"n": jnp.array(n)})
+    known_update = lambda key, records, params: beta_update(key, records, {**params, "n": n})
+    da = run(DataAugmentationKernel(known, theta_update=known_update), num_samples=2000)
+    only_n = lambda m: 0.0 if m == n else -np.inf
+    _, mean_p, _ = exact_unknown_n(s_dp, None, LAPLACE, None, only_n, CAP)
+    for mcmc in (rj, da):
+        z, ess = mcse_z(mcmc.get_samples(group_by_chain=True)["p"], mean_p)
+        assert ess > 300 and abs(z) < Z_MAX, (z, ess)
+
+
+def test_birth_death_acceptance_lower_bound():
+    """Proposition 5.1: with a flat prior, every birth/death move is accepted with probability at
+    least exp(−(ε_s + ε_n)) for n ≥ 2; the rates are means over each iteration's moves."""
+    model = lambda: size_model(200, 20.0, 100.0, LAPLACE, LAPLACE, dist.DiscreteUniform(1, 200))
+    mcmc = run(
+        ReversibleJumpKernel(model, theta_update=beta_update), num_warmup=100, num_samples=500, num_chains=2
+    )
+    extra = mcmc.get_extra_fields()
+    bound = np.exp(-2.0)
+    assert float(extra["birth_accept_rate"].min()) >= bound
+    assert float(extra["death_accept_rate"].min()) >= bound
+
+
+def test_capacity_reached_warns_and_counts():
+    """The prior allows n up to 200 but the plate holds 40 and n_dp says about 60: never silent."""
+    model = lambda: size_model(40, 30.0, 60.0, LAPLACE, LAPLACE, dist.DiscreteUniform(1, 200))
+    with pytest.warns(CapacityWarning, match="capacity 40"):
+        mcmc = run(
+            ReversibleJumpKernel(model, theta_update=beta_update),
+            num_warmup=50,
+            num_samples=100,
+            num_chains=1,
+        )
+    assert int(mcmc.get_extra_fields()["capacity_blocked"][-1]) > 0
+
+
+def test_same_key_same_draws_and_arviz():
+    model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
+    first, second = (
+        run(ReversibleJumpKernel(model), num_warmup=50, num_samples=50, num_chains=2) for _ in range(2)
+    )
+    for k in ("p", "n"):
+        np.testing.assert_array_equal(first.get_samples()[k], second.get_samples()[k])
+    idata = az.from_numpyro(first)
+    assert set(idata.posterior.data_vars) == {"p", "n"}
+    assert "birth_accept_rate" in idata.sample_stats
+
+
+def test_predictive_simulates_n_and_the_releases():
+    draws = numpyro.infer.Predictive(size_model, num_samples=500)(
+        jax.random.key(1), CAP, None, None, LAPLACE, LAPLACE, dist.DiscreteUniform(1, CAP)
+    )
+    active = np.arange(CAP)[None] < np.asarray(draws["n"])[:, None]
+    ones = np.sum(np.where(active, draws["x"], 0), 1)
+    noise_s, noise_n = draws["count"] - ones, draws["n_dp"] - draws["n"]
+    for noise in (noise_s, noise_n):  # Laplace(1) noise around the statistics of the first n records
+        assert stats.kstest(np.asarray(noise), stats.laplace(scale=1.0).cdf).pvalue > 1e-3
+
+
+def test_errors():
+    model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
+    with pytest.raises(ValueError, match="ReversibleJumpKernel"):
+        run(DataAugmentationKernel(model), num_warmup=5, num_samples=5, num_chains=1)
+    known = handlers.condition(model, data={"n": jnp.array(30)})
+    with pytest.raises(ValueError, match="needs an unknown n"):
+        run(ReversibleJumpKernel(known), num_warmup=5, num_samples=5, num_chains=1)
+    with pytest.raises(ValueError, match="size_moves"):
+        ReversibleJumpKernel(model, size_moves=0)
+    with pytest.raises(ValueError, match="capacity"):
+        dpjax.records_plate("people", 5, 0)
+    with pytest.raises(ValueError, match="size"):
+        dpjax.records_plate("people", 50, 40)
