@@ -2,13 +2,17 @@
 a pure function over a fixed-capacity records buffer.
 
 Each move proposes n* = n ± 1 with the seed's q(n* | n) (a birth with probability 1 at the lower
-end of n's support, else ½ each way). A birth writes a fresh x* ~ f(·|θ) into slot n; a death
-removes a uniformly chosen record j and moves the last record into its slot, so the first n slots
-always hold the database. Thanks to record additivity the release residuals r = s − T move by one
-record's t, so a move costs O(dim T) whatever n is. The acceptance probability is the seed's
-eq. (5): η(s | T*) / η(s | T) (over every privatized site, n_dp included) × p(n*) / p(n) ×
-q(n | n*) / q(n* | n); f(x* | θ) cancels against the birth proposal, and the uniform choice of
-the record to delete against the n! orderings of a database (the target is exchangeable).
+end of n's support, else ½ each way). As in the seed, a birth appends a fresh x* ~ f(·|θ) in slot
+n and a death removes the last record, slot n − 1, so the first n slots always hold the database
+and the pair is exactly reversible. The acceptance probability is the seed's eq. (5):
+η(s | T*) / η(s | T) (over every privatized site, n_dp included) × p(n*) / p(n) × q(n | n*) /
+q(n* | n); f(x* | θ) cancels against the birth proposal.
+
+Record additivity makes a move O(dim T): the release residuals r = s − T move by one record's t.
+Within one call the buffer behaves as a stack, so the scan carries only the indices of the births
+still on it (K integers), never the O(n) buffer (which XLA would copy at every move): a death
+pops this call's last birth, or else reads the untouched slot n − 1. The surviving births are
+written into their slots once, after the scan.
 """
 
 from __future__ import annotations
@@ -69,10 +73,10 @@ def birth_death(
     """
     capacity = next(iter(records.values())).shape[0]
     num_moves = t_births[0].shape[0]
-    key_dir, key_pick, key_acc = random.split(rng_key, 3)
+    key_dir, key_acc = random.split(rng_key)
     u_dir = random.uniform(key_dir, (num_moves,))
-    u_pick = random.uniform(key_pick, (num_moves,))
     log_u = jnp.log(random.uniform(key_acc, (num_moves,)))
+    size = jnp.asarray(size)
 
     def log_eta(res):
         return sum(jnp.sum(f(r)) for f, r in zip(log_noise, res))
@@ -80,55 +84,54 @@ def birth_death(
     def row(buffer, i):
         return lax.dynamic_index_in_dim(buffer, i, keepdims=False)
 
-    def put(buffer, i, value):
-        return lax.dynamic_update_index_in_dim(buffer, value, i, 0)
-
     def step(carry, xs):
-        n, recs, ts, res, logp, blocked = carry
-        born, t_born, u, v, log_ui = xs
+        n, stack, height, res, logp, blocked = carry
+        k, u, log_ui = xs
         birth = (n <= lower) | (u < 0.5)
         full = birth & (n >= capacity)
-        j = jnp.minimum(jnp.floor(v * n).astype(n.dtype), n - 1)  # the record a death removes
-        last = jnp.maximum(n - 1, 0)
-        res_star = tuple(
-            jnp.where(birth, r - tb, r + row(t, j)) for r, tb, t in zip(res, t_born, ts)
-        )  # T* = T + t(x*) for a birth, T − t(x_j) for a death
+        # the last record: this call's latest surviving birth, or the untouched slot n − 1
+        top = row(stack, jnp.maximum(height - 1, 0))
+        t_last = tuple(
+            jnp.where(height > 0, row(tb, top), row(t, jnp.maximum(n - 1, 0)))
+            for tb, t in zip(t_births, t_records)
+        )
+        # T* = T + t(x*) for a birth, T − t(x_last) for a death
+        res_star = tuple(jnp.where(birth, r - row(tb, k), r + tl) for r, tb, tl in zip(res, t_births, t_last))
         n_star = jnp.where(birth, n + 1, n - 1)
         logp_star = log_eta(res_star)
         # q(n | n*) / q(n* | n): ½ / 1 for a birth from the lower end, 1 / ½ for a death onto it
         log_q = jnp.where(
-            birth, jnp.where(n <= lower, -jnp.log(2.0), 0.0), jnp.where(n_star <= lower, jnp.log(2.0), 0.0)
+            birth,
+            jnp.where(n <= lower, -jnp.log(2.0), 0.0),
+            jnp.where(n_star <= lower, jnp.log(2.0), 0.0),
         )
         log_alpha = logp_star - logp + log_prior(n_star) - log_prior(n) + log_q
         log_alpha = jnp.where(full, -jnp.inf, log_alpha)
         accept = log_ui < log_alpha
         blocked = blocked + (full & jnp.isfinite(log_prior(n_star))).astype(blocked.dtype)
-        # a birth writes x* into slot n; a death moves the last record into slot j
-        slot = jnp.where(birth, jnp.minimum(n, capacity - 1), j)
-        recs = {
-            k: put(b, slot, jnp.where(accept, jnp.where(birth, born[k], row(b, last)), row(b, slot)))
-            for k, b in recs.items()
-        }
-        ts = tuple(
-            put(t, slot, jnp.where(accept, jnp.where(birth, tb, row(t, last)), row(t, slot)))
-            for t, tb in zip(ts, t_born)
-        )
+        push, pop = accept & birth, accept & ~birth & (height > 0)
+        stack = lax.dynamic_update_index_in_dim(stack, k, height, 0)  # above the top unless pushed
+        height = height + push.astype(height.dtype) - pop.astype(height.dtype)
         res = tuple(jnp.where(accept, a, b) for a, b in zip(res_star, res))
         alpha = jnp.exp(jnp.minimum(log_alpha, 0.0))
-        carry = (jnp.where(accept, n_star, n), recs, ts, res, jnp.where(accept, logp_star, logp), blocked)
+        carry = (
+            jnp.where(accept, n_star, n),
+            stack,
+            height,
+            res,
+            jnp.where(accept, logp_star, logp),
+            blocked,
+        )
         return carry, (birth, alpha)
 
-    size = jnp.asarray(size)
-    init = (
-        size,
-        dict(records),
-        tuple(t_records),
-        tuple(residuals),
-        log_eta(residuals),
-        jnp.zeros((), size.dtype),
-    )
-    xs = (births, tuple(t_births), u_dir, u_pick, log_u)
-    (size, records, t_records, residuals, logp, blocked), (birth, alpha) = lax.scan(step, init, xs)
+    zero = jnp.zeros((), jnp.int32)
+    init = (size, jnp.zeros(num_moves, jnp.int32), zero, tuple(residuals), log_eta(residuals), zero)
+    xs = (jnp.arange(num_moves, dtype=jnp.int32), u_dir, log_u)
+    (size, stack, height, residuals, logp, blocked), (birth, alpha) = lax.scan(step, init, xs, unroll=4)
+    # the births still on the stack fill slots n − height … n − 1, in order
+    slots = jnp.where(jnp.arange(num_moves) < height, size - height + jnp.arange(num_moves), capacity)
+    records = {k: b.at[slots].set(births[k][stack], mode="drop") for k, b in records.items()}
+    t_records = tuple(t.at[slots].set(tb[stack], mode="drop") for t, tb in zip(t_records, t_births))
 
     def rate(which):
         count = jnp.sum(which)
