@@ -177,3 +177,29 @@ def test_a_model_that_needs_a_concrete_array_argument_falls_back_to_closing_over
         got = exact_abc(jax.random.key(0), model, np.asarray(25.0), release, **kw).samples["theta"]
         want = exact_abc(jax.random.key(0), plain, 25.0, release, **kw).samples["theta"]
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_data_augmentation_does_not_retrace_for_a_new_release_under_mcmc():
+    """The recompilation guard of the DA kernel: with ``jit_model_args=True`` a second ``mcmc.run``
+    on a new release of the same shape executes the model body only in the eager ``init``, and the
+    reused compilation gives the draws of a fresh MCMC on that release."""
+
+    def da_mcmc(model):
+        kernel = dpjax.infer.DataAugmentationKernel(model, noncentred_moves=0)
+        return numpyro.infer.MCMC(
+            kernel, num_warmup=20, num_samples=20, num_chains=2, chain_method="vectorized",
+            jit_model_args=True, progress_bar=False,
+        )  # fmt: skip
+
+    model, calls = counting_model()
+    mcmc = da_mcmc(model)
+    counts = []
+    for release in RELEASES:
+        before = calls["n"]
+        mcmc.run(jax.random.key(0), release)
+        counts.append(calls["n"] - before)
+    first, second, third = counts
+    assert second < first and second == third, counts
+    fresh = da_mcmc(counting_model()[0])
+    fresh.run(jax.random.key(0), RELEASES[2])
+    jax.tree.map(np.testing.assert_array_equal, mcmc.get_samples(), fresh.get_samples())
