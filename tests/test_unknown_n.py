@@ -209,3 +209,46 @@ def test_errors():
         dpjax.records_plate("people", 5, 0)
     with pytest.raises(ValueError, match="size"):
         dpjax.records_plate("people", 50, 40)
+
+
+# ------------------------------------------------------------------ the pure stages alone
+def test_birth_death_keeps_the_buffer_and_the_residuals_consistent():
+    """After many moves the first n slots hold exactly the records whose statistics the residuals
+    account for (the stack of births written back in order), and the buffer's statistics match its
+    records; a move's cost does not depend on the capacity (nothing O(n) in the scan)."""
+    capacity, num_moves, n0 = 300, 400, 120
+    k1, k2, k3 = jax.random.split(jax.random.key(3), 3)
+    records = {"x": jax.random.normal(k1, (capacity,))}
+    births = {"x": jax.random.normal(k2, (num_moves,))}
+    t_records, t_births = (records["x"],), (births["x"],)
+    s = jnp.array(4.0)
+    residuals = (s - jnp.sum(records["x"][:n0]),)
+    noise = dpjax.LaplaceMechanism(epsilon=0.05, sensitivity=1.0).log_noise_density  # most moves accepted
+    log_prior = lambda m: jnp.where((m >= 1) & (m <= capacity), 0.0, -jnp.inf)
+    sizes = set()
+    for key in jax.random.split(k3, 5):
+        out = dpjax.infer.birth_death(
+            key, jnp.array(n0), records, t_records, residuals, births, t_births, [noise], log_prior, lower=1
+        )
+        n = int(out.size)
+        sizes.add(n)
+        assert 1 <= n <= capacity and float(out.birth_accept_rate) > 0.9
+        np.testing.assert_allclose(
+            float(s - out.residuals[0]), float(jnp.sum(out.records["x"][:n])), atol=1e-3
+        )
+        np.testing.assert_array_equal(out.records["x"], out.t_records[0])
+        # the slots below the lowest n reached are untouched, the rest are births
+        kept = np.isin(np.asarray(out.records["x"][:n]), np.asarray(records["x"][:n0]))
+        born = np.isin(np.asarray(out.records["x"][:n]), np.asarray(births["x"]))
+        assert np.all(kept | born) and np.all(kept[: np.argmin(kept)] if not kept.all() else kept)
+    assert len(sizes) > 2
+
+
+def test_record_sweep_leaves_inactive_slots_alone():
+    t_old = (jnp.zeros(10),)
+    t_new = (jnp.ones(10),)
+    active = jnp.arange(10) < 4
+    flat = lambda r: jnp.zeros_like(r)  # every active proposal accepted
+    out = dpjax.infer.record_sweep(jax.random.key(0), t_old, t_new, (jnp.array(0.0),), [flat], active)
+    np.testing.assert_array_equal(out.accepted, active)
+    assert float(out.residuals[0]) == -4.0 and float(out.accept_rate) == 1.0
