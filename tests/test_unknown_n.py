@@ -240,7 +240,8 @@ def test_birth_death_keeps_the_buffer_and_the_residuals_consistent():
         # the slots below the lowest n reached are untouched, the rest are births
         kept = np.isin(np.asarray(out.records["x"][:n]), np.asarray(records["x"][:n0]))
         born = np.isin(np.asarray(out.records["x"][:n]), np.asarray(births["x"]))
-        assert np.all(kept | born) and np.all(kept[: np.argmin(kept)] if not kept.all() else kept)
+        first_born = n if kept.all() else int(np.argmin(kept))
+        assert np.all(kept[:first_born]) and np.all(born[first_born:])
     assert len(sizes) > 2
 
 
