@@ -1,28 +1,33 @@
 """Ju et al. §5: clamped, normalised linear regression, Figure 2 (posterior means of β vs ε for
 100 releases of one confidential dataset). n = 100, p = 2, x ~ N((0.9, -1.17), I), σ² = 2,
 β ~ N(0, 2² I), bounds [-10, 10], Laplace noise with the proven sensitivity p² + 4p + 3 = 15
-(the seed used 13), 10 000 iterations with 5 000 burn-in, exact conjugate β-step; the 100
-releases of one ε run as one vmapped, compiled computation.
+(the seed used 13), 10 000 iterations with 5 000 burn-in, exact conjugate β-step.
+
+One `dpjax.studies.run_study` over the grid ε × data, data = "fixed" (a new release of the one
+confidential dataset per replicate: Figure 2) or "fresh" (a new confidential dataset and release
+per replicate: the coverage table); the replicates of a cell run as one compiled computation,
+sharded over the devices (`XLA_FLAGS=--xla_force_host_platform_device_count=2` uses two CPU
+cores), and only summaries come back. `--out study.csv` keeps the per-replicate table and
+resumes an interrupted run.
 
 The confidential data are generated with the seed's β = (-1.79, -2.89, -0.66) (Appendix S-5).
 """
 
 import argparse
-import functools
 
 import jax
 import jax.numpy as jnp
 import matplotlib
 import numpy as np
 from numpyro.infer import Predictive
-from tqdm import tqdm
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from _common import RESULTS, replicate_runner, timed, write_results  # noqa: E402
+from _common import RESULTS, write_results  # noqa: E402
 
 import dpjax  # noqa: E402
 import dpjax.models as m  # noqa: E402
+from dpjax.studies import mcmc_cell, posterior_summaries, run_study  # noqa: E402
 
 EPS = [0.1, 0.3, 1.0, 3.0, 10.0]
 N = 100
@@ -35,14 +40,29 @@ SEED_COVERAGE = {  # Appendix S-5, Table 1 of the seed (β0, β1, β2)
 }
 
 
-@functools.lru_cache
-def chains(eps, num_warmup, num_samples):
-    return replicate_runner(
-        m.clamped_regression, m.regression_update(), "beta", num_warmup, num_samples, N, eps
+def study_cell(T):
+    """One replicate: a release (of the dataset with statistic T, or of a fresh one), then a chain."""
+    kernel = dpjax.infer.DataAugmentationKernel(  # the seed's Algorithm 1
+        m.clamped_regression, theta_update=m.regression_update(), noncentred_moves=0
     )
+    truth = {"beta": jnp.array(m.regression.SEED_BETA)[None]}
+
+    def release(key, epsilon, data):
+        if data == "fixed":
+            return (N, epsilon, dpjax.LaplaceMechanism(epsilon, m.regression_sensitivity(2)).release(key, T))
+        sim = Predictive(m.clamped_regression, posterior_samples=truth, return_sites=["summary"])
+        return (N, epsilon, sim(key, N, epsilon)["summary"][0])
+
+    def cell(key, epsilon, data, num_warmup, num_samples):
+        run = mcmc_cell(
+            kernel, release, num_warmup=num_warmup, num_samples=num_samples, stats=("record_accept_rate",)
+        )
+        return run(key, epsilon=epsilon, data=data)
+
+    return cell
 
 
-def main(replicates, num_warmup, num_samples):
+def main(replicates, num_warmup, num_samples, out=None):
     key = jax.random.key(2023)
     k_data, k_runs = jax.random.split(key)
     truth = {"beta": jnp.array(m.regression.SEED_BETA)[None]}
@@ -51,32 +71,32 @@ def main(replicates, num_warmup, num_samples):
     xx = np.c_[np.ones(N), x]
     conf_mean = np.linalg.solve(xx.T @ xx / 2 + np.eye(3) / 4, xx.T @ np.asarray(y) / 2)
     T = jax.vmap(m.regression_statistic())({"x": x, "y": y}).sum(0)
+    summaries = posterior_summaries(
+        {"beta": ("mean", "coverage"), "record_accept_rate": ("mean", "min")},
+        truth={"beta": m.regression.SEED_BETA},
+        level=0.9,
+    )
+    grid = {
+        "epsilon": EPS,
+        "data": ["fixed", "fresh"],
+        "num_warmup": [num_warmup],
+        "num_samples": [num_samples],
+    }
+    df = run_study(study_cell(T), grid, replicates=replicates, rng_key=k_runs, summaries=summaries, out=out)
+    beta_cols = [f"beta[{j}]" for j in range(3)]
     rows, timings, coverage = {}, {}, {}
-    for eps in tqdm(EPS, desc="ε"):
-        mech = dpjax.LaplaceMechanism(eps, m.regression_sensitivity(2))
-        kr, kc = jax.random.split(jax.random.fold_in(k_runs, int(eps * 10)))
-        releases = jax.vmap(lambda k: mech.release(k, T))(jax.random.split(kr, replicates))
-        (beta, acc), secs = timed(
-            chains(eps, num_warmup, num_samples), jax.random.split(kc, replicates), releases
-        )
+    for eps in EPS:
+        fixed = df[(df["epsilon"] == eps) & (df["data"] == "fixed")]
+        fresh = df[(df["epsilon"] == eps) & (df["data"] == "fresh")]
         # coverage (seed's Table S1): fresh confidential dataset and release per replicate
-        kd, kc2 = jax.random.split(jax.random.fold_in(kc, 1))
-        sims = jax.vmap(
-            lambda k: Predictive(m.clamped_regression, posterior_samples=truth)(k, N, eps)["summary"][0]
-        )(jax.random.split(kd, replicates))
-        (beta2, _), secs2 = timed(
-            chains(eps, num_warmup, num_samples), jax.random.split(kc2, replicates), sims
-        )
-        lo, hi = np.quantile(np.asarray(beta2), [0.05, 0.95], axis=1)
-        beta_true = np.asarray(m.regression.SEED_BETA)
-        coverage[eps] = ((lo <= beta_true) & (beta_true <= hi)).mean(0)
-        secs += secs2
+        coverage[eps] = fresh[[f"{b}_covered" for b in beta_cols]].to_numpy().mean(0)
         rows[eps] = {
-            "post_mean": np.asarray(beta.mean(1)),
-            "acc_mean": np.asarray(acc.mean(1)),
-            "acc_min": np.asarray(acc.min(1)),
+            "post_mean": fixed[[f"{b}_mean" for b in beta_cols]].to_numpy(),
+            "acc_mean": fixed["record_accept_rate_mean"].to_numpy(),
+            "acc_min": fixed["record_accept_rate_min"].to_numpy(),
         }
-        timings[eps] = secs
+        cells = df[df["epsilon"] == eps].groupby("data")[["seconds", "compile_seconds"]].first()
+        timings[eps] = float(cells.to_numpy().sum())  # both studies, compilation included
 
     payload = {
         "settings": {
@@ -164,5 +184,8 @@ if __name__ == "__main__":
     ap.add_argument("--replicates", type=int, default=100)
     ap.add_argument("--num-warmup", type=int, default=5000)
     ap.add_argument("--num-samples", type=int, default=5000)
+    ap.add_argument(
+        "--out", default=None, help="per-replicate table (.csv or .parquet); resumes a stopped run"
+    )
     a = ap.parse_args()
-    main(a.replicates, a.num_warmup, a.num_samples)
+    main(a.replicates, a.num_warmup, a.num_samples, a.out)

@@ -1,6 +1,6 @@
 """dpjax: exact inference from differentially private releases, as a NumPyro extension."""
 
-from . import compositional, infer, mechanisms, models, synthetic
+from . import compositional, infer, mechanisms, models, studies, synthetic
 from .mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,

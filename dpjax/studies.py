@@ -1,0 +1,520 @@
+"""Simulation studies: any engine over replicates × a parameter grid, as compiled, vmapped and
+sharded computations that keep only summaries, in a tidy, resumable table.
+
+:func:`run_study` calls ``cell_fn(key, **params)`` (one replicate of one grid cell, a pure JAX
+function) for ``replicates`` keys of every cell of ``grid``: one ``jax.jit(jax.vmap(cell_fn))`` per
+cell with the replicate axis sharded over the devices (padded to a multiple of their number), so
+a study compiles once per static setting. ``summaries`` reduces each replicate's draws on the
+host (posterior mean, variance, quantiles, coverage of a true value, ESS and split R-hat by
+``numpyro.diagnostics``, acceptance rates), so no draws and no imputed database reach the table:
+one row per cell × replicate, written to ``out`` after every cell; a rerun resumes there.
+:func:`mcmc_cell` builds ``cell_fn`` from a DA, reversible-jump or pseudo-marginal kernel.
+
+Grid values are scalars of one type per parameter. Floats reach ``cell_fn`` as traced scalars
+(one compilation for all their values) unless named in ``static``; ints, bools and strings as
+Python values (shapes, switches: one compilation each). Cell ``params`` gets the key
+``fold_in(rng_key, crc32 of its parameters)`` and its replicates ``split`` of it, so a cell's
+numbers do not depend on the rest of the grid, on the devices, or on an interruption.
+
+**Several hosts.** Start the same script on every host, calling
+``jax.distributed.initialize(coordinator_address="host0:1234", num_processes=P, process_id=i)``
+before anything else touches JAX (on CPU hosts, with ``XLA_FLAGS`` giving each process its
+devices). ``run_study`` then shards the replicates over the global ``jax.devices()``, gathers
+each cell's outputs on every process (``multihost_utils.process_allgather``), and process 0
+alone resumes from, writes ``out`` and shows progress; which cells remain is broadcast from
+process 0, so ``out`` need only be on its file system. Process 0 returns the whole table, the
+others the cells this call ran. ``tests/test_studies.py`` runs two local processes this way.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import os
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+__all__ = ["STATS", "PosteriorSummaries", "mcmc_cell", "posterior_summaries", "run_study"]
+
+STATS = ("mean", "var", "sd", "min", "max", "quantiles", "coverage", "ess", "rhat")
+_RESERVED = ("replicate", "seconds", "compile_seconds")
+_MAX_LEAF_SIZE = 64  # per replicate, without summaries: more looks like draws, not summaries
+
+
+def _unknown(fn: str, options: dict) -> None:
+    if options:
+        raise ValueError(f"{fn}: unknown option(s) {sorted(options)}")
+
+
+# ---------------------------------------------------------------------------------------- cells
+
+
+def mcmc_cell(
+    kernel,
+    args_fn: Callable,
+    *,
+    num_warmup: int,
+    num_samples: int,
+    num_chains: int = 1,
+    collect: Callable | None = None,
+    stats: Sequence[str] = (),
+    **options,
+) -> Callable:
+    """``cell_fn(key, **params)`` running ``num_chains`` vmapped :func:`~dpjax.infer.run_chain` chains on
+    the model arguments ``args_fn(key, **params)`` (a tuple; simulate the release there); draws
+    come back shaped ``(chains, samples, ...)``. ``kernel`` is a kernel or ``kernel(**params)``.
+
+    ``collect`` defaults to θ (``state.z``) plus the state fields named in ``stats``
+    (e.g. ``"record_accept_rate"``), whose mean summary is the acceptance rate.
+
+    >>> import jax, numpyro, numpyro.distributions as dist, dpjax
+    >>> def model(n, s_dp=None):
+    ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    ...     with numpyro.plate("people", n):
+    ...         x = numpyro.sample("x", dist.Bernoulli(p))
+    ...     dpjax.privatized("count", dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0),
+    ...                      lambda r: r["x"], {"x": x}, plate="people", obs=s_dp)
+    >>> def beta_draw(key, records, params):
+    ...     k, n = records["x"].sum(), records["x"].shape[0]
+    ...     return {"p": dist.Beta(1 + k, 1 + n - k).sample(key)}
+    >>> kernel = dpjax.infer.DataAugmentationKernel(model, theta_update=beta_draw, noncentred_moves=0)
+    >>> cell = mcmc_cell(kernel, lambda key, s: (20, s), num_warmup=20, num_samples=30,
+    ...                  num_chains=2, stats=("record_accept_rate",))
+    >>> jax.tree.map(lambda x: x.shape, jax.eval_shape(cell, jax.random.key(0), s=7.0))
+    {'p': (2, 30), 'record_accept_rate': (2, 30)}
+    """
+    _unknown("mcmc_cell", options)
+    for name, value, low in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            raise ValueError(f"mcmc_cell: {name} must be an int >= {low}, got {value!r}")
+    if isinstance(num_chains, bool) or not isinstance(num_chains, int | np.integer) or num_chains < 1:
+        raise ValueError(f"mcmc_cell: num_chains must be an int >= 1, got {num_chains!r}")
+    if not callable(args_fn):
+        raise ValueError(f"mcmc_cell: args_fn must be a function (key, **params) -> args, got {args_fn!r}")
+    if isinstance(stats, str):
+        stats = (stats,)
+    if collect is not None and stats:
+        raise ValueError("mcmc_cell: give either collect or stats (stats extend the default collect)")
+    from numpyro.infer.mcmc import MCMCKernel
+
+    from .infer import run_chain
+
+    def default_collect(state):
+        missing = [s for s in stats if not hasattr(state, s)]
+        if missing:
+            raise ValueError(f"mcmc_cell: stats {missing} are not fields of {type(state).__name__}")
+        return {**state.z, **{s: getattr(state, s) for s in stats}}
+
+    def cell(key, **params):
+        k_args, k_chains = jax.random.split(key)
+        args = args_fn(k_args, **params)
+        if not isinstance(args, tuple):
+            raise ValueError(
+                f"mcmc_cell: args_fn must return a tuple of model args, not {type(args).__name__}"
+            )
+        kern = kernel if isinstance(kernel, MCMCKernel) else kernel(**params)
+        run = lambda k: run_chain(
+            kern, k, args, num_warmup=num_warmup, num_samples=num_samples, collect=collect or default_collect
+        )
+        if num_chains == 1:  # no vmap: a lighter compilation
+            return jax.tree.map(lambda x: x[None], run(k_chains))
+        return jax.vmap(run)(jax.random.split(k_chains, num_chains))
+
+    return cell
+
+
+# ------------------------------------------------------------------------------------ summaries
+
+
+def _leaves(tree) -> list[tuple[str, Any]]:
+    """``(name, leaf)`` pairs: dict keys and sequence indices joined by dots."""
+
+    def part(k):
+        for attr in ("key", "idx", "name"):
+            if hasattr(k, attr):
+                return str(getattr(k, attr))
+        return str(k)
+
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [(".".join(part(k) for k in path) or "value", leaf) for path, leaf in flat]
+
+
+def _columns(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
+    """Columns of a ``(replicates, *shape)`` array: ``name`` or ``name[i,j]`` per entry."""
+    values = np.asarray(values)
+    if values.ndim == 1:
+        return {name: values}
+    flat = values.reshape(values.shape[0], -1)
+    idx = np.ndindex(values.shape[1:])
+    return {f"{name}[{','.join(map(str, i))}]": flat[:, j] for j, i in enumerate(idx)}
+
+
+def _split_suffix(name: str) -> tuple[str, str]:
+    head, _, index = name.partition("[")
+    return head, ("[" + index if index else "")
+
+
+@dataclass(frozen=True)
+class PosteriorSummaries:
+    """Host-side summaries of draws shaped ``(replicates, chains, samples, ...)``; see
+    :func:`posterior_summaries`."""
+
+    stats: Mapping[str, tuple[str, ...]] | tuple[str, ...]
+    quantiles: tuple[float, ...] = (0.05, 0.5, 0.95)
+    level: float = 0.9
+    truth: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, outputs, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+
+        leaves = dict(_leaves(outputs))
+        per_leaf = self.stats if isinstance(self.stats, Mapping) else dict.fromkeys(leaves, self.stats)
+        for name in (*per_leaf, *self.truth):
+            if name not in leaves:
+                raise ValueError(f"summaries: no output named {name!r}; the cell returns {sorted(leaves)}")
+        cols: dict[str, np.ndarray] = {}
+        for name, names in per_leaf.items():
+            x = np.asarray(leaves[name], dtype=np.float64)
+            if x.ndim < 3:
+                raise ValueError(
+                    f"summaries: output {name!r} has shape {x.shape[1:]} per replicate; summaries need draws "
+                    "shaped (chains, samples, ...) (mcmc_cell gives them; add a chain axis with x[None])"
+                )
+            pooled = x.reshape(x.shape[0], -1, *x.shape[3:])
+            out = {}
+            for stat in names:
+                if stat == "mean":
+                    out["mean"] = pooled.mean(1)
+                elif stat == "var":
+                    out["var"] = pooled.var(1, ddof=1)
+                elif stat == "sd":
+                    out["sd"] = pooled.std(1, ddof=1)
+                elif stat in ("min", "max"):
+                    out[stat] = getattr(pooled, stat)(1)
+                elif stat == "quantiles":
+                    for q, v in zip(self.quantiles, np.quantile(pooled, self.quantiles, axis=1)):
+                        out[f"q{q:g}"] = v
+                elif stat == "coverage" and name in self.truth:
+                    true = self.truth[name]
+                    true = np.asarray(true(**params) if callable(true) else true, dtype=np.float64)
+                    lo, hi = np.quantile(pooled, [(1 - self.level) / 2, (1 + self.level) / 2], axis=1)
+                    out["covered"] = (lo <= true) & (true <= hi)
+                elif stat == "ess":
+                    out["ess"] = np.stack([effective_sample_size(r) for r in x])
+                elif stat == "rhat":
+                    out["rhat"] = np.stack([split_gelman_rubin(r) for r in x])
+            for stat, values in out.items():
+                for col, v in _columns(name, values).items():
+                    head, index = _split_suffix(col)
+                    cols[f"{head}{index}_{stat}"] = v
+        return cols
+
+
+def posterior_summaries(
+    stats: Sequence[str] | Mapping[str, Sequence[str]] = ("mean", "var", "quantiles", "ess", "rhat"),
+    *,
+    quantiles: Sequence[float] = (0.05, 0.5, 0.95),
+    level: float = 0.9,
+    truth: Mapping[str, Any] | None = None,
+    **options,
+) -> PosteriorSummaries:
+    """Summaries for :func:`run_study`: ``stats`` (names from :data:`STATS`, for every output or per
+    output as ``{name: stats}``) of each replicate's draws; ``"coverage"`` checks the central
+    ``level`` interval against ``truth[name]`` (a value or ``f(**params)``), giving ``<name>_covered``.
+
+    >>> s = posterior_summaries({"p": ("mean", "coverage")}, truth={"p": 0.3}, level=0.5)
+    >>> draws = {"p": np.arange(11.0)[None, None] / 8}  # one replicate, one chain, 11 samples
+    >>> {k: v.tolist() for k, v in s(draws, {}).items()}
+    {'p_mean': [0.625], 'p_covered': [False]}
+    """
+    _unknown("posterior_summaries", options)
+    as_tuple = lambda names: (names,) if isinstance(names, str) else tuple(names)
+    lists = stats.values() if isinstance(stats, Mapping) else [stats]
+    if isinstance(stats, Mapping):
+        stats = {str(k): as_tuple(v) for k, v in stats.items()}
+    else:
+        stats = as_tuple(stats)
+    wanted = {s for names in lists for s in as_tuple(names)}
+    bad = sorted(wanted - set(STATS))
+    if bad or not wanted:
+        raise ValueError(f"summaries: unknown or no statistics {bad}; choose from {STATS}")
+    quantiles = tuple(float(q) for q in np.atleast_1d(quantiles))
+    if not quantiles or not all(0 <= q <= 1 for q in quantiles):
+        raise ValueError(f"quantiles must be numbers in [0, 1], got {quantiles}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if "coverage" in wanted and not truth:
+        raise ValueError("truth: coverage needs the true values, e.g. truth={'theta': 2.0}")
+    return PosteriorSummaries(stats, quantiles, float(level), dict(truth or {}))
+
+
+# ----------------------------------------------------------------------------------- the runner
+
+
+def _check_grid(grid) -> dict[str, list]:
+    if not isinstance(grid, Mapping) or not grid:
+        raise ValueError(f"grid must be a non-empty dict {{name: [values, ...]}}, got {grid!r}")
+    checked = {}
+    for name, values in grid.items():
+        if not isinstance(name, str) or not name.isidentifier() or name in _RESERVED:
+            raise ValueError(f"grid: {name!r} must be an identifier other than {_RESERVED}")
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+            raise ValueError(f"grid[{name!r}] must be a list of values, got {values!r}")
+        values = [v.item() if isinstance(v, np.generic) else v for v in values]
+        if not values:
+            raise ValueError(f"grid[{name!r}] is empty; give at least one value")
+        kinds = {type(v) for v in values}
+        if len(kinds) > 1 or not kinds <= {bool, int, float, str}:
+            raise ValueError(f"grid[{name!r}]: values must be scalars of one type (bool, int, float, str)")
+        if len(set(values)) < len(values):
+            raise ValueError(f"grid[{name!r}] repeats a value: {values}")
+        checked[name] = values
+    return checked
+
+
+def _cell_id(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
+def _cell_key(rng_key, params):
+    return jax.random.fold_in(rng_key, zlib.crc32(_cell_id(params).encode()) & 0x7FFFFFFF)
+
+
+class _Batched:
+    """``cell_fn`` vmapped over replicate keys, jitted with the replicate axis sharded over ``mesh``."""
+
+    def __init__(self, cell_fn, mesh, impl):
+        self.cell_fn, self.impl = cell_fn, impl
+        spread, whole = NamedSharding(mesh, P("replicates")), NamedSharding(mesh, P())
+        self.spread, self.whole = spread, whole
+        self.jitted = jax.jit(
+            self._batch, static_argnums=2, in_shardings=(spread, whole), out_shardings=spread
+        )
+        self.compiled = {}
+
+    def _batch(self, key_data, traced, static):
+        keys = jax.random.wrap_key_data(key_data, impl=self.impl)
+        return jax.vmap(lambda k: self.cell_fn(k, **traced, **dict(static)))(keys)
+
+    def __call__(self, key_data, traced, static):
+        put = lambda x, s: jax.make_array_from_callback(x.shape, s, lambda i: x[i])
+        key_data = put(key_data, self.spread)
+        traced = {k: put(v, self.whole) for k, v in traced.items()}
+        sig = (static, tuple((k, v.dtype) for k, v in traced.items()), key_data.shape)
+        start = time.perf_counter()
+        if sig not in self.compiled:
+            self.compiled[sig] = self.jitted.lower(key_data, traced, static).compile()
+        compile_s = time.perf_counter() - start
+        out = jax.block_until_ready(self.compiled[sig](key_data, traced))
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            out = multihost_utils.process_allgather(out, tiled=True)
+        return jax.device_get(out), compile_s, time.perf_counter() - start - compile_s
+
+
+@functools.lru_cache(maxsize=16)
+def _cached(cell_fn, mesh, impl) -> _Batched:
+    return _Batched(cell_fn, mesh, impl)
+
+
+def _batched(cell_fn, mesh, impl) -> _Batched:
+    """Reuse the compilations of an earlier study of the same (hashable) ``cell_fn``."""
+    try:
+        return _cached(cell_fn, mesh, impl)
+    except TypeError:  # an unhashable callable
+        return _Batched(cell_fn, mesh, impl)
+
+
+def _paths(out) -> tuple[Path, Path]:
+    out = Path(out)
+    if out.suffix not in (".csv", ".parquet"):
+        raise ValueError(f"out must end in .csv or .parquet, got {str(out)!r}")
+    if out.suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                f"out={str(out)!r}: parquet needs pyarrow (pip install pyarrow) or use .csv"
+            ) from None
+    return out, out.with_name(out.name + ".json")
+
+
+def _read(path: Path, grid: dict[str, list]):
+    import pandas as pd
+
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    return pd.read_csv(path, dtype={k: type(v[0]) for k, v in grid.items()})
+
+
+def _write(frame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    frame.to_parquet(tmp, index=False) if path.suffix == ".parquet" else frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)  # atomic: an interruption leaves the previous table
+
+
+def run_study(
+    cell_fn: Callable,
+    grid: Mapping[str, Sequence],
+    *,
+    replicates: int,
+    rng_key,
+    summaries: PosteriorSummaries | Sequence[str] | Callable | None = None,
+    out: str | Path | None = None,
+    progress_bar: bool = True,
+    devices: Sequence | None = None,
+    on_cell: Callable | None = None,
+    static: Sequence[str] = (),
+    **options,
+):
+    """Run ``cell_fn(key, **params)`` for ``replicates`` keys of every cell of ``grid`` (the product of
+    its value lists); returns a pandas DataFrame, one row per cell × replicate: the parameters,
+    ``replicate``, the summaries, and the cell's ``seconds`` and ``compile_seconds``.
+
+    ``summaries``: ``None`` if ``cell_fn`` returns per-replicate summaries (small arrays), else a
+    :func:`posterior_summaries` (or its stats names, or ``f(outputs, params) -> {column: values}``)
+    of draws. ``out`` (``.csv``, or ``.parquet`` with pyarrow) is rewritten after every cell;
+    an existing ``out`` is resumed (its ``.json`` sidecar checks the grid names, ``replicates`` and
+    ``rng_key``; the same ``cell_fn`` and ``summaries`` are up to you). ``devices`` (default
+    ``jax.devices()``) share the replicates; ``on_cell(params, frame)`` is called after each cell;
+    floats named in ``static`` reach ``cell_fn`` as Python floats (one compilation per value).
+
+    >>> cell = lambda key, mu: {"mean": mu + jax.random.normal(key, (100,)).mean()}
+    >>> df = run_study(cell, {"mu": [0.0, 5.0]}, replicates=3, rng_key=jax.random.key(0), progress_bar=False)
+    >>> df.groupby("mu")["mean"].mean().round().tolist(), len(df)
+    ([0.0, 5.0], 6)
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    _unknown("run_study", options)
+    if not callable(cell_fn):
+        raise ValueError(f"cell_fn must be a function (key, **params) -> outputs, got {cell_fn!r}")
+    grid = _check_grid(grid)
+    if isinstance(replicates, bool) or not isinstance(replicates, int | np.integer) or replicates < 1:
+        raise ValueError(f"replicates must be an int >= 1, got {replicates!r}")
+    replicates = int(replicates)
+    if not (isinstance(rng_key, jax.Array) and rng_key.shape == ()) or not (
+        jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
+    ):
+        raw = isinstance(rng_key, jax.Array | np.ndarray) and rng_key.shape == (2,)
+        if raw and rng_key.dtype == np.uint32:
+            rng_key = jax.random.wrap_key_data(rng_key)
+        else:
+            raise ValueError(f"rng_key must be one PRNG key (jax.random.key(0)), got {rng_key!r}")
+    if summaries is not None and not callable(summaries):
+        summaries = posterior_summaries(summaries)
+    if on_cell is not None and not callable(on_cell):
+        raise ValueError(f"on_cell must be a function (params, frame), got {on_cell!r}")
+    devices = list(jax.devices() if devices is None else devices)
+    if not devices or not all(isinstance(d, jax.Device) for d in devices):
+        raise ValueError(f"devices must be a non-empty list of jax devices, got {devices!r}")
+    static = (static,) if isinstance(static, str) else tuple(static)
+    if not set(static) <= set(grid):
+        raise ValueError(f"static: {sorted(set(static) - set(grid))} are not grid parameters {list(grid)}")
+    paths = None if out is None else _paths(out)
+    main = jax.process_index() == 0
+
+    cells = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    ids = [_cell_id(c) for c in cells]
+    spec = {
+        "grid": list(grid),
+        "replicates": replicates,
+        "rng_key": np.asarray(jax.random.key_data(rng_key)).tolist(),
+    }
+    frames: dict[str, Any] = {}  # cell id -> frame, in the file's order (cells beyond the grid kept)
+    if paths is not None and main and paths[0].exists():
+        if not paths[1].exists():
+            raise ValueError(f"out={str(paths[0])!r} exists but is not a study table (no {paths[1].name})")
+        old = json.loads(paths[1].read_text())
+        if old != spec:
+            raise ValueError(
+                f"out={str(paths[0])!r} holds another study ({old}); this one is {spec}: "
+                "use another out, or delete it to start again"
+            )
+        table = _read(paths[0], grid)
+        for key, frame in table.groupby(list(grid), sort=False):
+            cid = _cell_id(dict(zip(grid, (k.item() if isinstance(k, np.generic) else k for k in key))))
+            if len(frame) == replicates:
+                frames[cid] = frame.reset_index(drop=True)
+    elif paths is not None and main:
+        paths[1].write_text(json.dumps(spec))
+    todo = np.array([cid not in frames for cid in ids])
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        todo = np.asarray(multihost_utils.broadcast_one_to_all(todo)).astype(bool)
+
+    mesh = Mesh(np.array(devices), ("replicates",))
+    batched = _batched(cell_fn, mesh, jax.random.key_impl(rng_key))
+    padded = -(-replicates // len(devices)) * len(devices)
+    float_dtype = jax.numpy.result_type(float)
+    bar = tqdm(
+        total=len(cells) * replicates,
+        initial=int((~todo).sum()) * replicates,
+        unit="replicate",
+        desc="study",
+        disable=not (progress_bar and main),
+    )
+    try:
+        for params, cid, run in zip(cells, ids, todo):
+            if not run:
+                continue
+            bar.set_postfix_str(cid)
+            keys = jax.random.split(_cell_key(rng_key, params), replicates)
+            key_data = np.asarray(jax.random.key_data(keys))
+            key_data = np.concatenate([key_data, np.repeat(key_data[:1], padded - replicates, axis=0)])
+            is_traced = lambda k, v: isinstance(v, float) and k not in static
+            traced = {k: np.asarray(v, float_dtype) for k, v in params.items() if is_traced(k, v)}
+            fixed = tuple((k, v) for k, v in params.items() if not is_traced(k, v))
+            outputs, compile_s, run_s = batched(key_data, traced, fixed)
+            outputs = jax.tree.map(lambda x: np.asarray(x)[:replicates], outputs)
+            named = _leaves(outputs) if summaries is None else summaries(outputs, params).items()
+            columns = {}
+            for name, x in named:
+                if summaries is None and math.prod(x.shape[1:]) > _MAX_LEAF_SIZE:
+                    raise ValueError(
+                        f"summaries: cell output {name!r} has shape {x.shape[1:]} per replicate, which "
+                        "looks like draws; pass summaries=posterior_summaries(...) or return summaries"
+                    )
+                columns.update(_columns(name, x))
+            frame = pd.DataFrame(
+                {
+                    **{k: [v] * replicates for k, v in params.items()},
+                    "replicate": np.arange(replicates),
+                    **{
+                        k: (np.asarray(v, np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v))
+                        for k, v in columns.items()
+                    },
+                    "seconds": run_s,
+                    "compile_seconds": compile_s,
+                }
+            )
+            frames[cid] = frame
+            if paths is not None and main:
+                _write(pd.concat([frames[c] for c in _ordered(frames, ids)], ignore_index=True), paths[0])
+            bar.update(replicates)
+            if on_cell is not None:
+                on_cell(params, frame)
+    finally:
+        bar.close()
+    done = [frames[c] for c in ids if c in frames]
+    return pd.concat(done, ignore_index=True)
+
+
+def _ordered(frames: Mapping[str, Any], ids: list[str]) -> list[str]:
+    """The grid's cells in grid order, then cells of earlier runs that are not in this grid."""
+    known = set(ids)
+    return [c for c in ids if c in frames] + [c for c in frames if c not in known]
