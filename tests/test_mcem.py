@@ -157,8 +157,8 @@ def test_e_step_is_validated_and_is_mcem_is_a_deprecated_alias_with_the_same_dra
         mcem, jax.random.key(2), poisson_count, {"theta": 30.0}, 25.0, jnp.array(S_DP), m_step=m_step,
         num_particles=(300,), tolerances=(1e-2,), progress_bar=False,
     )  # fmt: skip
-    for bad in ("mcmc", "IS", None):
-        with pytest.raises(ValueError, match=r"`e_step` must be one of \['importance'\], got"):
+    for bad in ("MCMC", "IS", None):
+        with pytest.raises(ValueError, match=r"`e_step` must be one of \['importance', 'mcmc'\], got"):
             run(e_step=bad)
     new = run(e_step="importance")
     with pytest.warns(DeprecationWarning, match="`is_mcem` is deprecated.*mcem"):

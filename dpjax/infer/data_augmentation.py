@@ -508,7 +508,8 @@ class DataAugmentationKernel(PerChainKernel):
         spec = self._spec
         self._supports = {k: tr[k]["fn"].support for k in spec.theta}
         improper = [k for k in spec.theta if isinstance(base_distribution(tr[k]["fn"]), dist.ImproperUniform)]
-        if improper:
+        # θ held fixed (the MCEM E-step, `held_theta_kernel`): θ's prior is never used, so it may be improper
+        if improper and not isinstance(self._theta_update, HeldTheta):
             raise ValueError(
                 f"DataAugmentationKernel needs a proper prior; sites {improper} are improper. The likelihood "
                 "of a noisy release is bounded below, so an improper prior can give an improper posterior."
@@ -702,6 +703,33 @@ class DataAugmentationKernel(PerChainKernel):
         return birth_death(
             key_jumps, n, records, t_records, residuals, births, t_births, log_noise, log_prior, lower=lower
         )
+
+
+class HeldTheta:
+    """The θ-"update" that keeps θ: ``HeldTheta(sites)(rng_key, records, params)`` returns the θ sites of
+    ``params`` unchanged. With it a kernel's iteration is its record sweep (and, with an unknown n, its
+    birth/death moves) at the θ stored in ``state.z``, i.e. an exact MCMC step for p(records, n | s, θ):
+    the E-step of ``dpjax.infer.mcem(e_step="mcmc")``. Build such kernels with :func:`held_theta_kernel`."""
+
+    def __init__(self, sites):
+        self.sites = tuple(sites)
+
+    def __call__(self, rng_key, records, params):
+        return {k: params[k] for k in self.sites}
+
+
+def held_theta_kernel(
+    model, theta_sites, *, unknown_n: bool, size_moves: int = 100
+) -> DataAugmentationKernel:
+    """A :class:`DataAugmentationKernel` (known n; no non-centred moves, which would move θ) or a
+    :class:`ReversibleJumpKernel` (unknown n, ``size_moves`` birth/death moves per iteration) whose θ-step
+    is :class:`HeldTheta`: put θ in ``state.z`` and each ``_sample_one`` leaves it there while it updates
+    the records (and n) given the release. θ's prior is not used (it may be improper). The other kernels
+    and their draws are unchanged."""
+    hold = HeldTheta(theta_sites)
+    if unknown_n:
+        return ReversibleJumpKernel(model, theta_update=hold, size_moves=size_moves)
+    return DataAugmentationKernel(model, theta_update=hold, noncentred_moves=0)
 
 
 class CapacityWarning(UserWarning):
