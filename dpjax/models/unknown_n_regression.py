@@ -1,0 +1,204 @@
+"""Linear regression with a private sample size (Awan, Barrientos & Ju, §6.1 and Appendix C.2).
+
+The confidential data are n records (xᵢ ∈ ℝᵖ, yᵢ) with the full conjugate model of the seed::
+
+    yᵢ | xᵢ ~ N((1, xᵢ) β, 1/τ),        xᵢ ~ N_p(μ, Φ⁻¹),
+    β | τ ~ N_{p+1}(m, τ⁻¹ V⁻¹),        τ ~ Gamma(a/2, b/2)  (shape, rate),
+    Φ ~ Wishart_p(d, W),                μ ~ N_p(θ, Σ),
+
+with the seed's hyperparameters m = 0, V = I, a = b = 2, θ = 0, Σ = I, d = 2, W = I and bounds
+[L, U] = [-5, 5]. The curator clamps every value to [L, U], maps it onto [-1, 1] and releases, with
+Laplace(Δ/ε_s) noise, the unique entries of X̃ᵀX̃, X̃ᵀỸ and ỸᵀỸ *except* the (1, 1) entry of X̃ᵀX̃
+(which is n): (p+1)(p+2)/2 − 1 + (p + 1) + 1 = p²/2 + 5p/2 + 2 entries (9 at p = 2), each a sum of
+per-record terms in [-1, 1], so adding or removing a record moves each by at most 1 and the
+unbounded-DP L1 sensitivity is Δ = p²/2 + 5p/2 + 2 (the seed's C.2). n is released separately as
+n_dp = n + Laplace(1/ε_n), a second privatized site whose per-record statistic is 1.
+
+Prior of n. The seed's flat prior on n ≥ 1 is improper; here n ~ DiscreteUniform(1, capacity), the
+records plate's capacity, which must be chosen far above the posterior of n (the posterior
+truncated at the capacity is then the seed's). ε_n = ∞ (n public, bounded DP): leave ``eps_n`` at
+``None`` and condition ``n`` (``numpyro.handlers.condition(model, data={"n": n})``); the same model
+then runs through :class:`~dpjax.infer.DataAugmentationKernel`.
+
+:func:`unknown_n_regression_update` is the θ-step: an exact draw of (β, τ) from their
+normal–inverse-gamma conditional and one Gibbs scan of μ | Φ and Φ | μ (the prior of (μ, Φ) is
+semi-conjugate, not jointly conjugate), all from the sufficient statistics of the first n records.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+
+from ..mechanisms import LaplaceMechanism
+from ..primitives import privatized, records_plate
+from .regression import regression_statistic
+
+__all__ = [
+    "SEED_UNKNOWN_N_TRUTH",
+    "unknown_n_regression",
+    "unknown_n_regression_sensitivity",
+    "unknown_n_regression_statistic",
+    "unknown_n_regression_update",
+]
+
+#: the data-generating values of the seed's §6.1
+SEED_UNKNOWN_N_TRUTH = {
+    "beta": (0.0, -1.0, 1.0),
+    "tau": 1.0,
+    "mu": (-1.0, 1.0),
+    "Phi": ((1.0, 0.0), (0.0, 1.0)),
+}
+
+#: the seed's hyperparameters (§6.1): scalars stand for m = m·1, V = V·I, θ = θ·1, Σ = Σ·I, W = W·I
+SEED_HYPER = {"m": 0.0, "V": 1.0, "a": 2.0, "b": 2.0, "theta": 0.0, "Sigma": 1.0, "d": 2.0, "W": 1.0}
+SEED_BOUNDS = (-5.0, 5.0)
+
+
+def unknown_n_regression_sensitivity(num_predictors: int) -> float:
+    """Unbounded-DP L1 sensitivity ``p²/2 + 5p/2 + 2`` of the released entries (9 at p = 2)."""
+    p = num_predictors
+    return p * p / 2 + 5 * p / 2 + 2
+
+
+def unknown_n_regression_statistic(lower: float = SEED_BOUNDS[0], upper: float = SEED_BOUNDS[1]):
+    """Per-record statistic of the release: (x̃ ỹ with x̃ = (1, x̃₁..x̃ₚ), ỹ², the upper triangle
+    of x̃ x̃ᵀ without its constant (1, 1) entry). Summed over records these are the unique entries
+    of X̃ᵀỸ, ỸᵀỸ and X̃ᵀX̃ less n, in that order.
+
+    >>> import jax.numpy as jnp
+    >>> t = unknown_n_regression_statistic()({"x": jnp.array([5.0, 0.0]), "y": jnp.array(-5.0)})
+    >>> t.tolist()  # ỹ, x̃₁ỹ, x̃₂ỹ, ỹ², x̃₁, x̃₂, x̃₁², x̃₁x̃₂, x̃₂²
+    [-1.0, -1.0, -0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    """
+    return regression_statistic(lower, upper)
+
+
+def _hyper(p, hyper):
+    h = {**SEED_HYPER, **(hyper or {})}
+    vec = lambda v, k: jnp.broadcast_to(jnp.asarray(v, float), (k,))
+    mat = lambda v, k: jnp.asarray(v, float) * jnp.eye(k) if jnp.ndim(v) == 0 else jnp.asarray(v, float)
+    return {
+        "m": vec(h["m"], p + 1),
+        "V": mat(h["V"], p + 1),
+        "a": float(h["a"]),
+        "b": float(h["b"]),
+        "theta": vec(h["theta"], p),
+        "Sigma": mat(h["Sigma"], p),
+        "d": float(h["d"]),
+        "W": mat(h["W"], p),
+    }
+
+
+def unknown_n_regression(
+    capacity: int,
+    s_dp=None,
+    n_dp=None,
+    *,
+    eps_s: float = 1.0,
+    eps_n: float | None = 1.0,
+    num_predictors: int = 2,
+    bounds=SEED_BOUNDS,
+    hyper: dict | None = None,
+):
+    """The seed's §6.1 model: sites ``beta`` (p+1), ``tau``, ``mu`` (p), ``Phi`` (p × p), ``n``,
+    records ``x`` (capacity × p) and ``y`` (capacity) in the records plate ``records`` of size n,
+    the release ``summary`` (p²/2 + 5p/2 + 2 entries, Laplace(Δ/ε_s)) and, unless ``eps_n`` is
+    ``None`` (n public: condition ``n``), ``n_dp`` = n + Laplace(1/ε_n). ``eps_s`` and ``eps_n`` may
+    be traced (one compiled study over a grid of ε).
+
+    n ~ DiscreteUniform(1, capacity): choose the capacity far above the posterior of n.
+
+    >>> import jax, numpyro
+    >>> sim = numpyro.infer.Predictive(unknown_n_regression, num_samples=2)(jax.random.key(0), 50)
+    >>> sim["summary"].shape, sim["n_dp"].shape
+    ((2, 9), (2,))
+    """
+    p = int(num_predictors)
+    h = _hyper(p, hyper)
+    tau = numpyro.sample("tau", dist.Gamma(h["a"] / 2, h["b"] / 2))
+    beta = numpyro.sample("beta", dist.MultivariateNormal(h["m"], precision_matrix=tau * h["V"]))
+    phi = numpyro.sample("Phi", dist.Wishart(h["d"], scale_matrix=h["W"]))
+    mu = numpyro.sample("mu", dist.MultivariateNormal(h["theta"], covariance_matrix=h["Sigma"]))
+    n = numpyro.sample("n", dist.DiscreteUniform(1, capacity))
+    plate = records_plate("records", n, capacity)
+    with plate:
+        x = numpyro.sample("x", dist.MultivariateNormal(mu, precision_matrix=phi))
+        y = numpyro.sample("y", dist.Normal(beta[0] + x @ beta[1:], 1.0 / jnp.sqrt(tau)))
+    mech = LaplaceMechanism(eps_s, unknown_n_regression_sensitivity(p))
+    records = {"x": x, "y": y}
+    privatized("summary", mech, unknown_n_regression_statistic(*bounds), records, plate=plate, obs=s_dp)
+    if eps_n is not None:
+        if isinstance(eps_n, (int, float)) and not (eps_n > 0 and math.isfinite(eps_n)):
+            raise ValueError(
+                f"`eps_n` must be a finite positive float, or None for a public n; got {eps_n!r}."
+            )
+        size = LaplaceMechanism(eps_n, 1.0)
+        privatized("n_dp", size, lambda r: jnp.ones(()), records, plate=plate, obs=n_dp)
+
+
+def unknown_n_regression_update(num_records: int | None = None, hyper: dict | None = None):
+    """θ-step of :func:`unknown_n_regression` given the records: ``update(rng_key, records, params)``.
+
+    The active records are the first ``params["n"]`` slots (unknown n), else the first
+    ``num_records`` (a known n conditioned in the model), else all. With X the n × (p+1) design
+    (1, xᵢ) and Sxx = Σ (xᵢ − μ)(xᵢ − μ)ᵀ:
+
+    * τ | x, y ~ Gamma((a + n)/2, (b + ‖y − X mₙ‖² + (mₙ − m)ᵀV(mₙ − m))/2), with Vₙ = V + XᵀX,
+      mₙ = Vₙ⁻¹(Vm + Xᵀy); β | τ, x, y ~ N(mₙ, (τVₙ)⁻¹) (exact, jointly);
+    * μ | Φ, x ~ N(Λ⁻¹(Σ⁻¹θ + Φ Σxᵢ), Λ⁻¹), Λ = Σ⁻¹ + nΦ; then Φ | μ, x ~ Wishart(d + n,
+      (W⁻¹ + Sxx)⁻¹) (one Gibbs scan, which leaves p(μ, Φ | x) invariant).
+
+    >>> import jax, jax.numpy as jnp
+    >>> upd = unknown_n_regression_update()
+    >>> records = {"x": jnp.zeros((4, 2)), "y": jnp.ones(4)}
+    >>> params = {"mu": jnp.zeros(2), "Phi": jnp.eye(2), "n": jnp.array(3)}
+    >>> sorted(upd(jax.random.key(0), records, params))
+    ['Phi', 'beta', 'mu', 'tau']
+    """
+    if num_records is not None and (not isinstance(num_records, int) or num_records < 0):
+        raise ValueError(f"`num_records` must be a non-negative int or None, got {num_records!r}.")
+
+    def update(rng_key, records, params):
+        x, y = records["x"], records["y"]
+        capacity, p = x.shape
+        h = _hyper(p, hyper)
+        n = params.get("n", capacity if num_records is None else num_records)
+        active = jnp.arange(capacity) < n
+        n = jnp.sum(active).astype(x.dtype)
+        w = active.astype(x.dtype)
+        k_tau, k_beta, k_mu, k_phi = jax.random.split(rng_key, 4)
+        # (β, τ) | x, y: normal–inverse-gamma
+        design = jnp.concatenate([jnp.ones((capacity, 1), x.dtype), x], axis=1) * w[:, None]
+        yw = y * w
+        prec = h["V"] + design.T @ design
+        chol = jnp.linalg.cholesky(prec)
+        mean = jax.scipy.linalg.cho_solve((chol, True), h["V"] @ h["m"] + design.T @ yw)
+        resid = yw - design @ mean
+        dm = mean - h["m"]
+        rate = (h["b"] + resid @ resid + dm @ h["V"] @ dm) / 2
+        tau = jax.random.gamma(k_tau, (h["a"] + n) / 2) / rate
+        z = jax.random.normal(k_beta, mean.shape, x.dtype)
+        beta = mean + jax.scipy.linalg.solve_triangular(chol.T, z, lower=False) / jnp.sqrt(tau)
+        # μ | Φ, x
+        phi = params["Phi"]
+        sum_x = w @ x
+        sigma_inv = jnp.linalg.inv(h["Sigma"])
+        lam = sigma_inv + n * phi
+        lam_chol = jnp.linalg.cholesky(lam)
+        mu_mean = jax.scipy.linalg.cho_solve((lam_chol, True), sigma_inv @ h["theta"] + phi @ sum_x)
+        z = jax.random.normal(k_mu, mu_mean.shape, x.dtype)
+        mu = mu_mean + jax.scipy.linalg.solve_triangular(lam_chol.T, z, lower=False)
+        # Φ | μ, x
+        centred = (x - mu) * w[:, None]
+        scatter = centred.T @ centred
+        rate_matrix = jnp.linalg.inv(h["W"]) + scatter
+        phi = dist.Wishart(h["d"] + n, rate_matrix=rate_matrix).sample(k_phi)
+        phi = (phi + phi.T) / 2
+        return {"beta": beta, "tau": tau, "mu": mu, "Phi": phi}
+
+    return update
