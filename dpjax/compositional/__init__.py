@@ -4,9 +4,29 @@ Curator side (:mod:`.release`): the censored statistic S₀(D, a), its sensitivi
 score and Algorithm 1 (DPss). Frequentist side: the Dirichlet MLE from a mean-log statistic
 (:mod:`.mle`) and the DP parametric bootstrap, Algorithm 2 (DPBoots, :mod:`.dpboots`). The
 censoring diagnostics of §3.1.1 are in :mod:`.diagnostics`; :func:`load_atus` reads the ATUS
-time-use compositions.
+time-use compositions. Bayesian side (:mod:`.bayes`): DPMCMC, DPreMCMC, DPABC (with
+dpjax's exact ABC beside it), DPapprox and the priors p1–p5.
 """
 
+from .bayes import (
+    DirichletPriors,
+    GammaMarginal,
+    ToleranceABCResult,
+    dirichlet_replicates,
+    dp_abc,
+    dp_abc_exact,
+    dp_approx,
+    dp_approx_model,
+    dp_mcmc,
+    dp_remcmc,
+    elicit_priors,
+    fit_gamma,
+    gamma_copula_prior,
+    gamma_icdf,
+    laplace_scale,
+    prior_p5,
+    record_acceptance_bound,
+)
 from .data import ATUS_PARTS, load_atus
 from .diagnostics import CensoringDiagnostics, censoring_diagnostics, plot_censoring
 from .dpboots import DPBootsResult, TruncatedDraw, dpboots, truncated_laplace_statistic
@@ -27,6 +47,23 @@ from .release import (
 
 __all__ = [
     "ATUS_PARTS",
+    "DirichletPriors",
+    "GammaMarginal",
+    "ToleranceABCResult",
+    "dirichlet_replicates",
+    "dp_abc",
+    "dp_abc_exact",
+    "dp_approx",
+    "dp_approx_model",
+    "dp_mcmc",
+    "dp_remcmc",
+    "elicit_priors",
+    "fit_gamma",
+    "gamma_copula_prior",
+    "gamma_icdf",
+    "laplace_scale",
+    "prior_p5",
+    "record_acceptance_bound",
     "CensoringDiagnostics",
     "DPBootsResult",
     "DPssRelease",

@@ -1,0 +1,310 @@
+"""Bayesian methods of the compositional seed (dpjax.compositional.bayes): DPMCMC against exact ABC
+and against the non-private posterior, DPapprox's Gibbs step against NUTS on the same model, the
+DPreMCMC power identity, the priors p3/p4 against scipy, and input validation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from jax.scipy.special import gammaln
+from numpyro import handlers
+from numpyro.infer import MCMC, NUTS
+from numpyro.infer.util import log_density
+from scipy import stats
+
+import dpjax
+from dpjax.compositional import (
+    censored_mean_log,
+    dirichlet_replicates,
+    dp_abc,
+    dp_abc_exact,
+    dp_approx,
+    dp_mcmc,
+    dp_remcmc,
+    elicit_priors,
+    fit_gamma,
+    gamma_copula_prior,
+    gamma_icdf,
+    laplace_scale,
+    record_acceptance_bound,
+)
+from dpjax.compositional.bayes import _inverse_gaussian, _moments
+from dpjax.diagnostics import mcse
+from dpjax.models import dirichlet_mean_log
+
+Z_MAX = 4.0
+N, D, A, EPS1 = 30, 3, 0.01, 1.0
+PRIOR = dist.Gamma(4.0, 1.0).expand([D]).to_event(1)  # proper, moderately informative: DA mixes well
+DATA = np.random.default_rng(0).dirichlet([2.2, 3.3, 4.4], size=N)
+
+
+def release(eps, n=N, x=DATA, seed=1):
+    mech = dpjax.LaplaceMechanism(epsilon=eps, sensitivity=-D * np.log(A) / n)
+    return mech(censored_mean_log(x, A)).sample(jax.random.key(seed))
+
+
+def two_sample_z(chains, iid):
+    """z of the difference of means: MCSE (ESS-based) of the chains, sd/√m of i.i.d. draws."""
+    se_c, ess = mcse(chains)
+    iid = np.asarray(iid, float)
+    return (np.mean(chains) - iid.mean()) / np.hypot(se_c, iid.std() / np.sqrt(iid.size)), ess
+
+
+@pytest.fixture(scope="module")
+def small_case():
+    s_l = release(EPS1)
+    mcmc = dp_mcmc(
+        jax.random.key(0), s_l, n=N, a=A, epsilon1=EPS1, prior=PRIOR, num_warmup=300, num_samples=1000,
+        num_chains=4, max_tree_depth=3,
+    )  # fmt: skip
+    abc = dp_abc_exact(
+        jax.random.key(2), s_l, n=N, a=A, epsilon1=EPS1, prior=PRIOR, num_samples=3000, batch_size=10_000,
+        progress_bar=False,
+    )  # fmt: skip
+    return s_l, mcmc, abc
+
+
+def test_dpmcmc_agrees_with_exact_abc_and_respects_the_acceptance_bound(small_case):
+    """Two exact engines on one model (n = 30, d = 3, ε₁ = 1): posterior means of α agree (z-test on
+    the MCSE of 4 DA chains and the s.e. of 4 000 i.i.d. ABC draws), and every sweep's mean record
+    acceptance is at least e^{−ε₁} (Ju et al., Theorem 3.1)."""
+    _, mcmc, abc = small_case
+    da = np.asarray(mcmc.get_samples(group_by_chain=True)["alpha"])
+    for j in range(D):
+        z, ess = two_sample_z(da[..., j], abc.samples["alpha"][:, j])
+        assert ess > 200, (j, ess)
+        assert abs(z) < Z_MAX, (j, z, da[..., j].mean(), float(abc.samples["alpha"][:, j].mean()))
+    rate = np.asarray(mcmc.get_extra_fields()["record_accept_rate"])
+    assert rate.min() >= record_acceptance_bound(EPS1)
+    assert 0.05 < abc.acceptance_rate < 0.5
+
+
+def test_tolerance_abc_is_not_the_exact_posterior(small_case):
+    """The seed's DPABC keeps the 10 % nearest proposals (δ at that quantile): its draws come from
+    π(α | ‖S_L(D̃) − s_L‖₂ < δ), not from π(α | s_L), which exact ABC (and DPMCMC) sample. A
+    two-sample Hotelling test of the posterior means (4 000 tolerance draws, 3 000 exact draws)
+    rejects equality at level 10⁻⁴; the total variance is also larger (≈ 1.1×, measured)."""
+    s_l, _, abc = small_case
+    tol = dp_abc(jax.random.key(3), s_l, n=N, a=A, epsilon1=EPS1, prior=PRIOR, num_proposals=40_000)
+    got = np.asarray(tol.samples["alpha"], float)
+    assert got.shape == (4000, D) and tol.acceptance_rate == 0.1
+    assert np.all(np.asarray(tol.distances) <= tol.delta) and float(tol.delta) > 0
+    exact = np.asarray(abc.samples["alpha"], float)
+    diff = got.mean(0) - exact.mean(0)
+    cov = np.cov(got, rowvar=False) / len(got) + np.cov(exact, rowvar=False) / len(exact)
+    t2 = float(diff @ np.linalg.solve(cov, diff))
+    assert t2 > stats.chi2(D).ppf(1 - 1e-4), (t2, diff)
+    assert got.var(0).sum() > exact.var(0).sum()
+
+
+@pytest.mark.slow
+def test_large_epsilon_recovers_the_non_private_posterior():
+    """ε₁ = 10⁴ (float32 refuses 10¹⁰: see test_bad_inputs): S_L ≈ S₀(D, a) = S₀(D) (no part of the
+    data is below a). DPMCMC started at the data then keeps it (record moves change T by ≫ the noise
+    scale and are essentially never accepted) and must give the posterior of NUTS on the exact
+    Dirichlet likelihood n[(α − 1)·S₀(D) − log B(α)]."""
+    assert DATA.min() > A
+    mcmc = dp_mcmc(
+        jax.random.key(4), release(1e4), n=N, a=A, epsilon1=1e4, prior=PRIOR, init_records=DATA,
+        num_warmup=300, num_samples=1500,
+    )  # fmt: skip
+    assert float(np.mean(mcmc.get_extra_fields()["record_accept_rate"])) < 1e-3
+    s0 = jnp.asarray(np.log(DATA).mean(0), jnp.float32)
+
+    def exact(s0):
+        alpha = numpyro.sample("alpha", PRIOR)
+        logb = jnp.sum(gammaln(alpha)) - gammaln(alpha.sum())
+        numpyro.factor("lik", N * (jnp.sum((alpha - 1) * s0) - logb))
+
+    ref = MCMC(NUTS(exact), num_warmup=500, num_samples=4000, progress_bar=False)
+    ref.run(jax.random.key(5), s0)
+    da = np.asarray(mcmc.get_samples(group_by_chain=True)["alpha"])
+    for j in range(D):
+        z, ess = two_sample_z(da[..., j], ref.get_samples()["alpha"][:, j])
+        assert ess > 200 and abs(z) < Z_MAX, (j, z, ess)
+
+
+@pytest.mark.slow
+def test_dpapprox_gibbs_step_matches_nuts_on_model_6():
+    """DPapprox's exact Gibbs draws (inverse-Gaussian mixing variances, conjugate S₀) inside HMCGibbs
+    target model (6): NUTS on (α, S₀) with the Laplace likelihood itself must agree. ε₁ = 10: at
+    ε₁ = 1 (noise sd ≫ sd of S₀ | α) the Gibbs chain couples α and S₀ tightly and mixes slowly
+    (ESS 30 of 3 000 draws measured at n = 500)."""
+    n, eps = 500, 10.0
+    x = np.random.default_rng(1).dirichlet([2.2, 3.3, 4.4], size=n)
+    b = laplace_scale(A, D, n, eps)
+    s_l = jnp.asarray(
+        np.asarray(censored_mean_log(x, A)) + np.random.default_rng(2).laplace(0, b, D), "float32"
+    )
+    approx = dp_approx(
+        jax.random.key(6), s_l, n=n, a=A, epsilon1=eps, prior=PRIOR, num_warmup=400, num_samples=1500,
+        num_chains=2,
+    )  # fmt: skip
+
+    def marginal(s_l):
+        alpha = numpyro.sample("alpha", PRIOR)
+        mu, cov = _moments(alpha, n)
+        s0 = numpyro.sample("s0", dist.MultivariateNormal(mu, covariance_matrix=cov))
+        numpyro.sample("s_L", dist.Laplace(s0, b).to_event(1), obs=s_l)
+
+    ref = MCMC(NUTS(marginal), num_warmup=400, num_samples=1500, num_chains=2, progress_bar=False)
+    ref.run(jax.random.key(7), s_l)
+    got = np.asarray(approx.get_samples(group_by_chain=True)["alpha"])
+    want = np.asarray(ref.get_samples(group_by_chain=True)["alpha"])
+    for j in range(D):
+        (se_g, ess_g), (se_w, ess_w) = mcse(got[..., j]), mcse(want[..., j])
+        assert min(ess_g, ess_w) > 200, (j, ess_g, ess_w)
+        z = (got[..., j].mean() - want[..., j].mean()) / np.hypot(se_g, se_w)
+        assert abs(z) < Z_MAX, (j, z)
+
+
+def test_inverse_gaussian_sampler_moments():
+    """Park & Casella's 1/v | r draw: InverseGaussian(μ, λ) has mean μ and variance μ³/λ, including
+    the large-μ regime (|r| tiny) where the textbook formula cancels."""
+    for mu, lam in [(0.5, 2.0), (3.0, 1.0), (1e3, 4.0)]:
+        draws = np.asarray(
+            _inverse_gaussian(jax.random.key(0), jnp.full((200_000,), mu), jnp.full((200_000,), lam))
+        )
+        ref = stats.invgauss(mu / lam, scale=lam)
+        assert abs(draws.mean() - mu) < 5 * ref.std() / np.sqrt(draws.size)
+        assert stats.kstest(draws, ref.cdf).pvalue > 1e-3
+
+
+def test_replicates_model_is_the_power_likelihood():
+    """DPreMCMC's model (5) without a scaled site: with records conditioned, its log density in α
+    is k Σᵢ log Dir(xᵢ | α) + log p(α) (+ the release term, α-free), k = n₂/b, and −inf where some
+    αⱼ ≤ 1 − 1/k (model (5) is improper there)."""
+    b, n2 = 5, 40
+    k = n2 / b
+    x = jnp.asarray(np.random.default_rng(3).dirichlet([2.0, 3.0, 4.0], size=b), "float32")
+    s_l = jnp.asarray(censored_mean_log(np.asarray(x), A))
+    for alpha in ([2.0, 3.0, 4.0], [0.95, 1.5, 6.0]):
+        alpha = jnp.asarray(alpha)
+        got, _ = log_density(
+            dirichlet_replicates, (b, n2, A, EPS1, s_l), {"prior": PRIOR}, {"alpha": alpha, "x": x}
+        )
+        lap = dpjax.LaplaceMechanism(epsilon=EPS1, sensitivity=-D * np.log(A) / n2).log_density(s_l, s_l)
+        want = k * jnp.sum(dist.Dirichlet(alpha).log_prob(x)) + PRIOR.log_prob(alpha) + jnp.sum(lap)
+        np.testing.assert_allclose(got, want, rtol=2e-5)
+    got, _ = log_density(
+        dirichlet_replicates,
+        (b, n2, A, EPS1, s_l),
+        {"prior": PRIOR},
+        {"alpha": jnp.array([0.8, 2.0, 2.0]), "x": x},
+    )
+    assert got == -jnp.inf
+
+
+@pytest.mark.slow
+def test_dpremcmc_runs_and_is_reproducible():
+    """Same key → same draws; records accepted at a rate the weaker bound e^{−ε₁ n₂/b} allows."""
+    s_l = release(EPS1, n=40, x=np.random.default_rng(4).dirichlet([2.2, 3.3, 4.4], size=40))
+    run = lambda: dp_remcmc(jax.random.key(8), s_l, b=10, n2=40, a=A, epsilon1=EPS1, prior=PRIOR,
+                            num_warmup=100, num_samples=100)  # fmt: skip
+    m1, m2 = run(), run()
+    np.testing.assert_array_equal(m1.get_samples()["alpha"], m2.get_samples()["alpha"])
+    assert np.all(np.asarray(m1.get_samples()["alpha"]) > 1 - 10 / 40)
+    assert np.asarray(m1.get_extra_fields()["record_accept_rate"]).min() >= np.exp(-EPS1 * 40 / 10)
+
+
+def test_gamma_icdf_against_scipy():
+    k = np.array([0.3, 1.0, 2.5, 30.0, 300.0])[None]
+    q = np.array([1e-3, 0.1, 0.5, 0.9, 0.999])[:, None]
+    np.testing.assert_allclose(np.asarray(gamma_icdf(k, q)), stats.gamma.ppf(q, k), rtol=2e-4)
+
+
+def test_priors_p3_p4_against_scipy():
+    """fit_gamma is the Gamma MLE (scipy's fit with loc 0); p4's density is the Gaussian-copula
+    density with Gamma marginals; its samples have those marginals and that normal-score
+    correlation."""
+    rng = np.random.default_rng(5)
+    draws = rng.gamma([3.0, 8.0], [0.5, 0.25], size=(5000, 2))
+    shape, rate = fit_gamma(draws)
+    for j in range(2):
+        k_ref, _, scale_ref = stats.gamma.fit(draws[:, j], floc=0)
+        np.testing.assert_allclose([shape[j], rate[j]], [k_ref, 1 / scale_ref], rtol=1e-4)
+    corr = np.array([[1.0, 0.6], [0.6, 1.0]])
+    p4 = gamma_copula_prior(shape, rate, corr)
+    pts = np.array([[1.0, 2.0], [2.5, 1.2], [0.7, 3.3]])
+    z = stats.norm.ppf(stats.gamma.cdf(pts, shape, scale=1 / rate))
+    want = (
+        stats.multivariate_normal(np.zeros(2), corr).logpdf(z)
+        - stats.norm.logpdf(z).sum(1)
+        + stats.gamma.logpdf(pts, shape, scale=1 / rate).sum(1)
+    )
+    np.testing.assert_allclose(np.asarray(p4.log_prob(jnp.asarray(pts, "float32"))), want, rtol=1e-4)
+    sample = np.asarray(p4.sample(jax.random.key(9), (20_000,)))
+    for j in range(2):
+        assert stats.kstest(sample[:, j], stats.gamma(shape[j], scale=1 / rate[j]).cdf).pvalue > 1e-3
+    scores = stats.norm.ppf(stats.gamma.cdf(sample, shape, scale=1 / rate))
+    assert abs(np.corrcoef(scores, rowvar=False)[0, 1] - 0.6) < 0.02
+
+
+def test_elicit_priors_and_empirical_prior_in_abc():
+    """p2 are the DPBoots draws; p3's parameters are fit_gamma of them; p2 used as an empirical prior
+    in tolerance ABC returns α values drawn from the p2 set; same key → same result."""
+    s1 = release(EPS1, n=250, x=np.random.default_rng(6).dirichlet([2.2, 3.3, 4.4], size=250))
+    pri = elicit_priors(jax.random.key(10), s1, n1=250, a=A, epsilon1=EPS1, num_boot=300)
+    shape, rate = fit_gamma(pri.p2)
+    np.testing.assert_allclose(pri.shape, shape)
+    np.testing.assert_allclose(np.asarray(pri.p3.base_dist.rate), rate, rtol=1e-6)
+    s2 = release(EPS1, n=N)
+    out = dp_abc(jax.random.key(11), s2, n=N, a=A, epsilon1=EPS1, prior=pri.p2, num_proposals=2000)
+    again = dp_abc(jax.random.key(11), s2, n=N, a=A, epsilon1=EPS1, prior=pri.p2, num_proposals=2000)
+    np.testing.assert_array_equal(out.samples["alpha"], again.samples["alpha"])
+    p2 = np.asarray(pri.p2)
+    hits = (np.asarray(out.samples["alpha"])[:, None, :] == p2[None]).all(-1).any(-1)
+    assert hits.all()
+
+
+@pytest.mark.slow
+def test_unknown_n_model_runs_under_reversible_jump():
+    """The same records model sized by a latent n (records_plate with a capacity), with a public
+    normaliser and a noisy n: the reversible-jump kernel runs and n moves."""
+    cap = 40
+
+    def model(s_l=None, n_dp=None):
+        n = numpyro.sample("n", dist.DiscreteUniform(1, cap))
+        dirichlet_mean_log(n, A, EPS1, s_l, prior=PRIOR, capacity=cap, normaliser=30.0, n_epsilon=0.5,
+                           n_release=n_dp)  # fmt: skip
+
+    sim = handlers.trace(handlers.seed(handlers.condition(model, {"n": 30}), 0)).get_trace()
+    mcmc = MCMC(dpjax.infer.ReversibleJumpKernel(model), num_warmup=100, num_samples=200, progress_bar=False)
+    mcmc.run(jax.random.key(12), sim["s_L"]["value"], sim["n_dp"]["value"])
+    n = np.asarray(mcmc.get_samples()["n"])
+    assert len(np.unique(n)) > 3 and np.all((n >= 1) & (n <= cap))
+
+
+def test_bad_inputs_raise_clear_errors():
+    s_l = release(EPS1)
+    kw = dict(n=N, a=A, epsilon1=EPS1)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="0 < a < 1/d"):
+        dp_mcmc(key, s_l, n=N, a=0.5, epsilon1=EPS1)
+    with pytest.raises(ValueError, match="epsilon1"):
+        dp_abc(key, s_l, n=N, a=A, epsilon1=-1.0)
+    with pytest.raises(ValueError, match="`n` must be an int"):
+        dp_abc(key, s_l, n=0, a=A, epsilon1=EPS1)
+    with pytest.raises(ValueError, match="shape \\(d,\\)"):
+        dp_abc(key, jnp.ones((2, 3)), **kw)
+    with pytest.raises(ValueError, match="finite"):
+        dp_mcmc(key, jnp.array([jnp.nan, -1.0, -1.0]), **kw)
+    with pytest.raises(ValueError, match="number of parts disagrees"):
+        dp_abc(key, s_l, prior=dist.Gamma(1.0, 0.1).expand([4]).to_event(1), **kw)
+    with pytest.raises(ValueError, match="only be used by the ABC"):
+        dp_mcmc(key, s_l, prior=np.ones((10, D)), **kw)
+    with pytest.raises(ValueError, match="acceptance_rate"):
+        dp_abc(key, s_l, acceptance_rate=1.5, **kw)
+    with pytest.raises(ValueError, match="must not exceed `n2`"):
+        dp_remcmc(key, s_l, b=50, n2=40, a=A, epsilon1=EPS1)
+    with pytest.raises(ValueError, match="init_alpha"):
+        dp_remcmc(key, s_l, b=10, n2=40, a=A, epsilon1=EPS1, init_alpha=[0.5, 2.0, 2.0])
+    with pytest.raises(ValueError, match="init_records"):
+        dp_mcmc(key, s_l, init_records=np.ones((N, 2)) / 2, **kw)
+    with pytest.raises(ValueError, match="normaliser"):
+        handlers.seed(lambda: dirichlet_mean_log(numpyro.sample("n", dist.DiscreteUniform(1, 9)), A, 1.0, d=3,
+                                                 capacity=9), 0)()  # fmt: skip
+    with pytest.raises(ValueError, match="jax_enable_x64"):  # ε₁ = 1e10: noise far below float32 spacing
+        dp_mcmc(key, s_l, n=N, a=A, epsilon1=1e10, num_warmup=1, num_samples=1)
