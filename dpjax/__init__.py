@@ -25,6 +25,7 @@ __all__ = [
     "infer",
     "mechanisms",
     "models",
+    "studies",
     "synthetic",
     "normalize",
     "privatized",
