@@ -48,7 +48,13 @@ class PrivatizedInfo(NamedTuple):
 
 class allow_overflow(Messenger):
     """Lets a records_plate take a size beyond its capacity (all slots active): for an engine's
-    prototype trace, where n is a draw from its prior, before the engine starts n inside."""
+    prototype trace, where n is a draw from its prior, before the engine starts n inside. With
+    ``capacity``, records_plates hold that many slots instead: an engine simulating a few fresh
+    records x* ~ f(·|θ) (the births of the unknown-n sampler) without a whole plate's worth."""
+
+    def __init__(self, fn=None, capacity: int | None = None):
+        self.capacity = capacity
+        super().__init__(fn)
 
 
 class records_plate(numpyro.plate):
@@ -86,7 +92,9 @@ class records_plate(numpyro.plate):
             )
         if jnp.ndim(size) != 0:
             raise ValueError(f"`size` must be a scalar (the number of records), got shape {jnp.shape(size)}.")
-        if concrete(size) and not any(isinstance(h, allow_overflow) for h in _PYRO_STACK):
+        overflow = [h for h in _PYRO_STACK if isinstance(h, allow_overflow)]
+        capacity = next((h.capacity for h in overflow if h.capacity is not None), capacity)
+        if concrete(size) and not overflow:
             value = np.asarray(size)
             if value != np.round(value) or not 0 <= value <= capacity:
                 raise ValueError(f"`size` must be a whole number in [0, capacity={capacity}], got {value!r}.")

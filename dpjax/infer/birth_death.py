@@ -127,7 +127,7 @@ def birth_death(
     zero = jnp.zeros((), jnp.int32)
     init = (size, jnp.zeros(num_moves, jnp.int32), zero, tuple(residuals), log_eta(residuals), zero)
     xs = (jnp.arange(num_moves, dtype=jnp.int32), u_dir, log_u)
-    (size, stack, height, residuals, logp, blocked), (birth, alpha) = lax.scan(step, init, xs, unroll=4)
+    (size, stack, height, residuals, logp, blocked), (birth, alpha) = lax.scan(step, init, xs)
     # the births still on the stack fill slots n − height … n − 1, in order
     slots = jnp.where(jnp.arange(num_moves) < height, size - height + jnp.arange(num_moves), capacity)
     records = {k: b.at[slots].set(births[k][stack], mode="drop") for k, b in records.items()}

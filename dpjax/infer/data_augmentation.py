@@ -473,6 +473,12 @@ class DataAugmentationKernel(PerChainKernel):
             rng_key=key_next,
         )
 
+    def sample(self, state, model_args, model_kwargs):
+        new = super().sample(state, model_args, model_kwargs)
+        if self._size_site:  # after the vmap over chains, so the host is called only when it happened
+            _warn_when_blocked(jnp.sum(new.capacity_blocked - state.capacity_blocked), self._size_bounds[1])
+        return new
+
     def _resolve_size(self, tr):
         """An unknown n (a latent site sizing the records plate): its bounds, and which release (if
         any) is a noisy n, to start the chain there."""
@@ -652,7 +658,6 @@ class DataAugmentationKernel(PerChainKernel):
                 death_accept_rate=jump.death_accept_rate,
                 capacity_blocked=blocked,
             )
-            _warn_when_blocked(jump.blocked, self._size_bounds[1])
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
         if self._num_moves:
             moved = partial(self._moves, key_nc, state.nc, public, active, model_args, model_kwargs)
@@ -685,11 +690,11 @@ class DataAugmentationKernel(PerChainKernel):
     def _jumps(
         self, key_births, key_jumps, given, records, t_records, residuals, log_noise, model_args, model_kwargs
     ):
-        """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call."""
-        lower, capacity = self._size_bounds
-        calls = -(-self._size_moves // capacity)
-        fresh = [self._simulate(k, given, model_args, model_kwargs) for k in random.split(key_births, calls)]
-        births = {k: jnp.concatenate([f[k] for f in fresh])[: self._size_moves] for k in records}
+        """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call whose
+        records plate holds just K slots."""
+        lower = self._size_bounds[0]
+        with allow_overflow(capacity=self._size_moves):
+            births = self._simulate(key_births, given, model_args, model_kwargs)
         t_births = self._per_record(births, None)
         # p(n) at the current θ (its hyperparameters may be θ sites)
         model = handlers.condition(self._model, data={**given, **records})
@@ -751,8 +756,9 @@ def _warn_blocked(blocked, capacity):
 
 def _warn_when_blocked(blocked, capacity):
     """Never truncate silently: a host warning (from inside the compiled chain) when a birth was
-    refused at the capacity. The callback runs only then, except under ``vmap``, where ``cond``
-    becomes ``select``, and the host check above decides."""
+    refused at the capacity. Called on all chains at once, the callback runs only then; under a
+    user's ``vmap`` (``run_chain`` in a study) ``cond`` becomes ``select``, and the host check above
+    decides."""
     jax.lax.cond(
         blocked > 0,
         lambda b: jax.debug.callback(partial(_warn_blocked, capacity=capacity), b),
@@ -775,7 +781,9 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     :param size_moves: birth/death moves per iteration. n moves by ±1 per accepted move, so it
         needs about (posterior sd of n)² moves to cross its posterior; one move per iteration (the
         seed's code) leaves n nearly stuck when n_dp is noisy. The default 100 costs about as much
-        as a sweep over a few hundred records.
+        as a sweep over a few thousand records. Their fresh records come from one model call whose
+        records_plate holds ``size_moves`` slots, so the records must be built from the plate alone
+        (no arrays sized by the capacity).
     :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the
         current n (it returns θ only), and ``records`` the whole buffer, of which the first n
         slots are the data.
