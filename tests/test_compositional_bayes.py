@@ -66,6 +66,7 @@ def small_case():
     return s_l, mcmc, abc
 
 
+@pytest.mark.slow
 def test_dpmcmc_agrees_with_exact_abc_and_respects_the_acceptance_bound(small_case):
     """Two exact engines on one model (n = 30, d = 3, ε₁ = 1): posterior means of α agree (z-test on
     the MCSE of 4 DA chains and the s.e. of 4 000 i.i.d. ABC draws), and every sweep's mean record

@@ -198,7 +198,8 @@ def exact_coupled_moments(n, s, eps, y, w, grid=1000):
 
 
 @pytest.mark.filterwarnings("ignore::dpjax.infer.PseudoMarginalWarning")  # m = 2 on purpose
-@pytest.mark.parametrize("block", [pytest.param("da_nuts", marks=pytest.mark.slow), "pseudo_marginal"])
+@pytest.mark.slow  # both variants (the exact PM and DA blocks of Gibbs are tested above)
+@pytest.mark.parametrize("block", ["da_nuts", "pseudo_marginal"])
 def test_coupled_blocks_exact_posterior(block):
     # p's conditional depends on q through w, so refreshing p's block after q's NUTS block moves
     # matters. With 2 simulations the pseudo-marginal estimate is noisy: re-estimating it from all

@@ -20,6 +20,7 @@ def test_nsw_summaries_and_mechanism():
     np.testing.assert_allclose(LALONDE_MECHANISM.scale, [3, 3, 6, 6])  # the seed's h⁻¹ = (1/3, 1/3, 1/6, 1/6)
 
 
+@pytest.mark.slow
 def test_exact_abc_and_pseudo_marginal_agree():
     """Two exact samplers of the same posterior: i.i.d. rejection ABC vs the pseudo-marginal chain."""
     abc = exact_abc(jax.random.key(0), lalonde_summaries, RELEASE, num_samples=1500, progress_bar=False)

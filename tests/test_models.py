@@ -35,6 +35,7 @@ def _chains(model, update, args, seed=0, num_samples=1500):
     return mcmc
 
 
+@pytest.mark.slow
 def test_naive_bayes_large_epsilon_recovers_confidential_posterior():
     sim = Predictive(m.naive_bayes, num_samples=1)(jax.random.key(5), 100, 1e4)
     data = {"y": sim["y"][0], "x": sim["x"][0]}
@@ -68,6 +69,7 @@ def test_regression_sensitivity_bound_and_attained_value():
     assert T.shape[1] == (3 + 1) * (3 + 2) // 2 + (3 + 1)  # the seed's d at p = 3
 
 
+@pytest.mark.slow
 def test_regression_da_matches_joint_nuts():
     """Two exact samplers of the same posterior agree (two-sample MCSE z-test)."""
     n = 20

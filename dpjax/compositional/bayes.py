@@ -150,9 +150,10 @@ def dp_mcmc(
         (never below :func:`record_acceptance_bound`).
 
     >>> import jax, jax.numpy as jnp
-    >>> mcmc = dp_mcmc(jax.random.key(0), jnp.array([-1.5, -1.1, -0.9]), n=20, a=0.01, epsilon1=1.0,
+    >>> mcmc = dp_mcmc(  # doctest: +SKIP
+    ...     jax.random.key(0), jnp.array([-1.5, -1.1, -0.9]), n=20, a=0.01, epsilon1=1.0,
     ...                num_warmup=50, num_samples=50)
-    >>> mcmc.get_samples()["alpha"].shape
+    >>> mcmc.get_samples()["alpha"].shape  # doctest: +SKIP
     (50, 3)
     """
     check_key(rng_key)
@@ -454,9 +455,10 @@ def dp_abc_exact(rng_key, release, *, n: int, a, epsilon1, prior=None, num_sampl
     ``samples["alpha"]``.
 
     >>> import jax, jax.numpy as jnp
-    >>> out = dp_abc_exact(jax.random.key(0), jnp.array([-1.6, -1.1, -0.9]), n=30, a=0.01, epsilon1=1.0,
+    >>> out = dp_abc_exact(  # doctest: +SKIP
+    ...     jax.random.key(0), jnp.array([-1.6, -1.1, -0.9]), n=30, a=0.01, epsilon1=1.0,
     ...                    num_samples=100, batch_size=2000, progress_bar=False)
-    >>> out.samples["alpha"].shape
+    >>> out.samples["alpha"].shape  # doctest: +SKIP
     (100, 3)
     """
     check_key(rng_key)
@@ -553,9 +555,10 @@ def dp_approx(
     ``"sequential"`` or ``"parallel"``, not ``"vectorized"``.)
 
     >>> import jax, jax.numpy as jnp
-    >>> m = dp_approx(jax.random.key(0), jnp.array([-1.6, -1.1, -0.9]), n=500, a=0.01, epsilon1=1.0,
+    >>> m = dp_approx(  # doctest: +SKIP
+    ...     jax.random.key(0), jnp.array([-1.6, -1.1, -0.9]), n=500, a=0.01, epsilon1=1.0,
     ...               num_warmup=50, num_samples=50)
-    >>> m.get_samples()["alpha"].shape
+    >>> m.get_samples()["alpha"].shape  # doctest: +SKIP
     (50, 3)
     """
     check_key(rng_key)
@@ -639,9 +642,10 @@ def dp_remcmc(
     e^{−ε₁ n₂ / b}. Returns the MCMC object.
 
     >>> import jax, jax.numpy as jnp
-    >>> m = dp_remcmc(jax.random.key(0), jnp.array([-1.6, -1.1, -0.9]), b=5, n2=100, a=0.01, epsilon1=1.0,
+    >>> m = dp_remcmc(  # doctest: +SKIP
+    ...     jax.random.key(0), jnp.array([-1.6, -1.1, -0.9]), b=5, n2=100, a=0.01, epsilon1=1.0,
     ...               num_warmup=50, num_samples=50)
-    >>> m.get_samples()["alpha"].shape
+    >>> m.get_samples()["alpha"].shape  # doctest: +SKIP
     (50, 3)
     """
     check_key(rng_key)
