@@ -26,6 +26,17 @@ def write_results(name: str, payload: dict, markdown: str) -> None:
     (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
 
 
+def best_time(fn, *args, repeats=3):
+    """Fastest of ``repeats`` calls of ``fn(*args)`` in seconds, after one compiling call."""
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
 def timed(fn, *args):
     """``(result, seconds)`` of a call, blocking until JAX has finished."""
     start = time.perf_counter()

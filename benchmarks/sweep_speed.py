@@ -9,11 +9,10 @@ Three measurements per n, all compiled, compile time excluded:
 """
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
-from _common import write_results
+from _common import best_time, write_results
 from jax import lax
 
 import dpjax
@@ -21,16 +20,6 @@ import dpjax.models as m
 from dpjax.infer import DataAugmentationKernel, record_sweep
 
 SIZES = [100, 1_000, 10_000, 100_000, 1_000_000]
-
-
-def best_time(fn, *args, repeats=3):
-    jax.block_until_ready(fn(*args))  # compile + warm
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def iterations_for(n):

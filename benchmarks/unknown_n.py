@@ -11,13 +11,12 @@ a move and a record update cost as n grows.
 """
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
-from _common import measure_ess, table, write_results
+from _common import best_time, measure_ess, table, write_results
 
 import dpjax
 from dpjax.infer import ReversibleJumpKernel, birth_death
@@ -41,16 +40,6 @@ def beta_update(key, records, params):
     active = jnp.arange(records["x"].shape[0]) < params["n"]
     ones = jnp.sum(jnp.where(active, records["x"], 0))
     return {"p": jax.random.beta(key, 2.0 + ones, 2.0 + params["n"] - ones)}
-
-
-def best_time(fn, *args, repeats=3):
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def moves_rows(num_warmup, num_samples):

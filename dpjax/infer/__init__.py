@@ -2,12 +2,13 @@
 
 from .abc import ABCResult, ISResult, SlowABCWarning, abc_importance, exact_abc
 from .birth_death import BirthDeathResult, birth_death
-from .data_augmentation import CapacityWarning, DAState, DataAugmentationKernel, ReversibleJumpKernel
+from .data_augmentation import DAState, DataAugmentationKernel
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
 from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
+from .reversible_jump import CapacityWarning, ReversibleJumpKernel
 
 __all__ = [
     "ABCResult",

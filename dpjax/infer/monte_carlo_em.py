@@ -33,7 +33,8 @@ from tqdm.auto import tqdm
 from ..primitives import allow_overflow, simulate, site_roles
 from .abc import _avals, _compiled, _positive_whole, _split_args
 from .chains import check_init_params
-from .data_augmentation import held_theta_kernel
+from .data_augmentation import DataAugmentationKernel, HeldTheta
+from .reversible_jump import ReversibleJumpKernel
 
 __all__ = ["E_STEPS", "ConvergenceWarning", "MCEMResult", "is_mcem", "mcem"]
 
@@ -245,7 +246,7 @@ def mcem(
             a, kw = unpack(traced, dynamic)
             # a kernel set up from these (traced) arguments, so that a cached compilation never
             # holds a previous call's mechanisms, statistics or supports; its initial state is unused
-            kernel = held_theta_kernel(model, roles.theta, unknown_n=bool(size_sites))
+            kernel = _held_theta_kernel(model, roles.theta, unknown_n=bool(size_sites))
             kernel.init(random.key(0), 0, params, a, kw)
             z = {
                 k: jnp.broadcast_to(jnp.asarray(params[k], v.dtype), v.shape) if k in params else v
@@ -340,7 +341,7 @@ def mcem(
     if mcmc:
         # the chains: started once (host-side checks of the release and of θ here), then carried
         rng_key, key_init = random.split(rng_key)
-        kernel = held_theta_kernel(model, roles.theta, unknown_n=bool(size_sites))
+        kernel = _held_theta_kernel(model, roles.theta, unknown_n=bool(size_sites))
         states = kernel.init(random.split(key_init, num_chains), 0, params, model_args, model_kwargs)
         states = _strongly_typed(states)  # as the E-step returns them: it compiles once, not twice
         tag = lambda name: None if key is None else (name,) + key
@@ -463,6 +464,20 @@ def mcem(
         jax.tree.map(lambda *xs: jnp.stack(xs), *se_trace),
         np.asarray(jnp.sqrt(var)).reshape(info.shape),
     )
+
+
+def _held_theta_kernel(
+    model, theta_sites, *, unknown_n: bool, size_moves: int = 100
+) -> DataAugmentationKernel:
+    """A :class:`DataAugmentationKernel` (known n; no non-centred moves, which would move θ) or a
+    :class:`ReversibleJumpKernel` (unknown n, ``size_moves`` birth/death moves per iteration) whose θ-step
+    is :class:`HeldTheta`: put θ in ``state.z`` and each ``_sample_one`` leaves it there while it updates
+    the records (and n) given the release. θ's prior is not used (it may be improper). The other kernels
+    and their draws are unchanged."""
+    hold = HeldTheta(theta_sites)
+    if unknown_n:
+        return ReversibleJumpKernel(model, theta_update=hold, size_moves=size_moves)
+    return DataAugmentationKernel(model, theta_update=hold, noncentred_moves=0)
 
 
 def _strongly_typed(tree):

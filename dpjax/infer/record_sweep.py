@@ -52,27 +52,31 @@ def record_sweep(
     :return: a :class:`SweepResult`.
     """
     residuals = tuple(residuals)
-    # one precomputed input stream per site: the residual moves by t(xᵢ) - t(x*ᵢ)
-    deltas = tuple(o - w for o, w in zip(t_old, t_new))
-    n = deltas[0].shape[0]
+    n = t_old[0].shape[0]
     active = jnp.ones(n, bool) if active is None else active
+    # one precomputed input stream per site: the residual moves by t(xᵢ) - t(x*ᵢ), and not at all in
+    # an inactive slot (whose update, always accepted, is then dropped below), so the scan is unchanged
+    deltas = tuple(
+        jnp.where(active.reshape((-1,) + (1,) * (o.ndim - 1)), o - w, 0) for o, w in zip(t_old, t_new)
+    )
 
     def log_eta(res):
         return sum(jnp.sum(f(r)) for f, r in zip(log_noise, res))
 
     def step(carry, xs):
         res, logp = carry
-        delta, log_u, on = xs
+        delta, log_u = xs
         res_star = tuple(r + d for r, d in zip(res, delta))
         logp_star = log_eta(res_star)
         log_alpha = logp_star - logp
-        accept = on & (log_u < log_alpha)
+        accept = log_u < log_alpha
         res = tuple(jnp.where(accept, a, b) for a, b in zip(res_star, res))
         return (res, jnp.where(accept, logp_star, logp)), (accept, log_alpha)
 
     log_u = jnp.log(random.uniform(rng_key, (n,)))
     init = (residuals, log_eta(residuals))
-    (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u, active))
+    (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u))
+    accepted = accepted & active
     alpha = jnp.where(active, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
     rate = jnp.sum(alpha) / jnp.maximum(jnp.sum(active), 1)
     return SweepResult(accepted, residuals, rate, logp)

@@ -1,0 +1,157 @@
+"""``ReversibleJumpKernel``: exact MCMC for p(θ, n, x | s_dp, n_dp) when the sample size n is
+itself private (Awan, Barrientos & Ju, Algorithm 1): a :class:`DataAugmentationKernel` iteration
+over the active records of a :func:`dpjax.records_plate`, then the birth/death moves of
+:func:`dpjax.infer.birth_death.birth_death`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro import handlers
+from numpyro.infer.hmc import HMC
+
+from ..primitives import allow_overflow
+from .birth_death import birth_death
+from .data_augmentation import DataAugmentationKernel
+
+__all__ = ["CapacityWarning", "ReversibleJumpKernel"]
+
+
+class CapacityWarning(UserWarning):
+    """The unknown-n chain reached the capacity of its records plate while n's prior allows more."""
+
+
+def _warn_blocked(blocked, capacity):
+    if np.any(np.asarray(blocked) > 0):
+        warnings.warn(
+            f"The chain proposed n beyond the records plate's capacity {capacity}, which n's prior "
+            f"allows: the draws are from the posterior truncated at n ≤ {capacity}, not the posterior. "
+            f"Rebuild the model with a larger capacity (e.g. {2 * capacity}) or a prior of n bounded by "
+            "the capacity; `capacity_blocked` counts the refused births.",
+            CapacityWarning,
+            stacklevel=2,
+        )
+
+
+def _warn_when_blocked(blocked, capacity):
+    """Never truncate silently: a host warning (from inside the compiled chain) when a birth was
+    refused at the capacity. Called on all chains at once, the callback runs only then; under a
+    user's ``vmap`` (``run_chain`` in a study) ``cond`` becomes ``select``, and the host check above
+    decides."""
+    jax.lax.cond(
+        blocked > 0,
+        lambda b: jax.debug.callback(partial(_warn_blocked, capacity=capacity), b),
+        lambda b: None,
+        blocked,
+    )
+
+
+class ReversibleJumpKernel(DataAugmentationKernel):
+    """Exact MCMC for p(θ, n, x | s_dp, n_dp) when the sample size n is itself private
+    (unbounded DP; Awan, Barrientos & Ju, Algorithm 1).
+
+    The model sizes its records with :func:`dpjax.records_plate` ``(name, n, capacity)``, where n
+    is a latent site with a prior; a noisy n is one more :func:`dpjax.privatized` site whose
+    per-record statistic is 1 (or is absent: then only s informs n). Each iteration is one
+    :class:`DataAugmentationKernel` iteration over the n active records (θ | x by an inner NUTS or
+    ``theta_update``, the record sweep), then ``size_moves`` birth/death moves of n, each O(dim T)
+    (:func:`dpjax.infer.birth_death.birth_death`). n appears in the draws (and in ArviZ).
+
+    :param size_moves: birth/death moves per iteration. n moves by ±1 per accepted move, so it
+        needs about (posterior sd of n)² moves to cross its posterior; one move per iteration (the
+        seed's code) leaves n nearly stuck when n_dp is noisy. The default 100 costs about as much
+        as a sweep over a few thousand records. Their fresh records come from one model call whose
+        records_plate holds ``size_moves`` slots, so the records must be built from the plate alone
+        (no arrays sized by the capacity).
+    :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the
+        current n (it returns θ only), and ``records`` the whole buffer, of which the first n
+        slots are the data.
+
+    The chain starts at the noisy n (rounded into n's support) unless ``init_params`` gives n.
+    Births beyond the capacity are refused; if n's prior allows more, a
+    :class:`CapacityWarning` is raised and ``capacity_blocked`` counts them, so a truncated
+    posterior is never silent. Extra fields: ``birth_accept_rate``, ``death_accept_rate``,
+    ``capacity_blocked`` besides those of :class:`DataAugmentationKernel`.
+
+    >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
+    >>> from numpyro.infer import MCMC
+    >>> def model(capacity, s_dp=None, n_dp=None):
+    ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    ...     n = numpyro.sample("n", dist.DiscreteUniform(1, capacity))
+    ...     people = dpjax.records_plate("people", n, capacity)
+    ...     with people:
+    ...         x = numpyro.sample("x", dist.Bernoulli(p))
+    ...     laplace = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+    ...     dpjax.privatized("count", laplace, lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+    ...     dpjax.privatized("n_dp", laplace, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+    >>> mcmc = MCMC(dpjax.infer.ReversibleJumpKernel(model), num_warmup=200, num_samples=200,
+    ...             progress_bar=False)
+    >>> mcmc.run(jax.random.key(0), 80, jnp.array(20.3), jnp.array(41.2))
+    >>> mcmc.get_samples()["n"].shape
+    (200,)
+    """
+
+    def __init__(
+        self,
+        model: Callable | None = None,
+        *,
+        inner_kernel: HMC | None = None,
+        theta_update: Callable | None = None,
+        size_moves: int = 100,
+        store_records: bool = False,
+    ):
+        if isinstance(size_moves, bool) or not isinstance(size_moves, (int, np.integer)) or size_moves < 1:
+            raise ValueError(f"`size_moves` must be an int >= 1, got {size_moves!r}.")
+        super().__init__(
+            model,
+            inner_kernel=inner_kernel,
+            theta_update=theta_update,
+            noncentred_moves=0,
+            store_records=store_records,
+        )
+        self._size_moves = int(size_moves)
+
+    def sample(self, state, model_args, model_kwargs):
+        new = super().sample(state, model_args, model_kwargs)
+        # after the vmap over chains, so the host is called only when a birth was refused
+        _warn_when_blocked(jnp.sum(new.capacity_blocked - state.capacity_blocked), self._size_bounds[1])
+        return new
+
+    def _jumps(
+        self, key_births, key_jumps, given, records, t_records, residuals, log_noise, model_args, model_kwargs
+    ):
+        """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call whose
+        records plate holds just K slots."""
+        lower = self._size_bounds[0]
+        with allow_overflow(capacity=self._size_moves):
+            births = self._simulate(key_births, given, model_args, model_kwargs)
+        t_births = self._per_record(births, None)
+        # p(n) at the current θ (its hyperparameters may be θ sites)
+        model = handlers.condition(self._model, data={**given, **records})
+        size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[self._size_site[0]]["fn"]
+        (n,) = (given[k] for k in self._size_site)
+
+        def log_prior(m):  # −inf outside the support (numpyro's log_prob does not check it)
+            m = jnp.asarray(m, n.dtype)
+            return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf)
+
+        return birth_death(
+            key_jumps, n, records, t_records, residuals, births, t_births, log_noise, log_prior, lower=lower
+        )
+
+    def _resolve_size(self, tr):
+        super()._resolve_size(tr)
+        if not self._size_site:
+            raise ValueError(
+                "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "
+                "capacity) where n is a latent sample site; with a known n use DataAugmentationKernel."
+            )
+
+    def wrap_model(self, wrapper):
+        raise NotImplementedError("ReversibleJumpKernel cannot be a block of numpyro.infer.Gibbs yet.")
