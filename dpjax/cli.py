@@ -107,6 +107,29 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
     print(f"plot saved to {os.path.abspath(out)}; finished in {time.perf_counter() - start:.0f} s.")
 
 
+def reproduce(parser, args) -> int:
+    from dpjax.reproduce import REGISTRY, markdown_table, run_experiment
+
+    if args.list or not args.names:
+        for e in REGISTRY.values():
+            print(f"{e.name:28s} {e.source}: {e.title} (full run {e.full_cost})")
+        return 0
+    names = list(REGISTRY) if args.names == ["all"] else args.names
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        parser.error(f"unknown experiment(s) {', '.join(unknown)}; `dpjax reproduce --list` lists them")
+    failed = []
+    for name in names:
+        print(f"== {name}{' (quick)' if args.quick else ''}", flush=True)
+        report = run_experiment(name, quick=args.quick, out=args.out, progress=not args.no_progress)
+        print(markdown_table(report.comparison))
+        print(f"written to {os.path.join(os.path.abspath(args.out), name)}.md\n", flush=True)
+        failed += [f"{name}: {q}" for q in report.comparison.query("verdict == 'fail'")["quantity"]]
+    if failed:
+        print("outside the Monte Carlo error of the seed's figure:\n  " + "\n  ".join(failed))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="dpjax", description="Exact inference from differentially private releases."
@@ -121,7 +144,20 @@ def main(argv=None) -> int:
     d.add_argument("--num-samples", type=int, default=1000, help="draws kept per chain (default 1000)")
     d.add_argument("--out", default="dpjax_demo.png", help="where to save the plot")
     d.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    r = sub.add_parser(
+        "reproduce",
+        help="reproduce a table or figure of the seeds (markdown + JSON + PNG, compared with the seed)",
+        description="Run experiments of dpjax.reproduce; each writes OUT/NAME.md, .json and PNGs with "
+        "dpjax's numbers next to the seed's and a verdict computed from the Monte Carlo errors.",
+    )
+    r.add_argument("names", nargs="*", metavar="NAME", help="experiments to run, or 'all'")
+    r.add_argument("--list", action="store_true", help="list the experiments and stop")
+    r.add_argument("--quick", action="store_true", help="reduced settings: seconds instead of minutes")
+    r.add_argument("--out", default="reproduce", help="folder for the results (default ./reproduce)")
+    r.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
+    if args.command == "reproduce":
+        return reproduce(parser, args)
     if not (math.isfinite(args.epsilon) and args.epsilon > 0) or args.n < 2 or args.num_samples < 10:
         parser.error("need a finite --epsilon > 0, --n >= 2 and --num-samples >= 10")
     folder = os.path.dirname(os.path.abspath(args.out))

@@ -1,0 +1,54 @@
+"""`dpjax reproduce`: every experiment's --quick run writes its files, and its comparison column is
+computed from the numbers beside it (never copied)."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from dpjax.cli import main
+from dpjax.reproduce import REGISTRY, compare, judge, run_experiment
+
+
+def test_judge_and_compare():
+    assert judge(0.52, 0.01, 0.50, 0.01)[1] == "pass"
+    assert judge(0.60, 0.01, 0.50, 0.01)[1] == "fail"  # z = 7.1
+    assert judge(37.3, seed=37.237, tol=0.05)[1] == "fail"
+    assert judge(37.25, seed=37.237, tol=0.05)[1] == "pass"
+    assert judge(1.0)[1] == judge(1.0, 0.1)[1] == "—"  # no seed figure: no judgement
+    z, verdict = judge(1.0, 0.0, 1.0)  # no error and no tolerance: no judgement either
+    assert math.isnan(z) and verdict == "—"
+    with pytest.raises(ValueError, match="unknown fields"):
+        compare([{"quantity": "x", "dpjax": 1.0, "sedd": 2.0}])
+
+
+def test_cli_list_and_errors(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in REGISTRY)
+    with pytest.raises(SystemExit):
+        main(["reproduce", "no-such-experiment"])
+    assert "unknown experiment" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown experiment"):
+        run_experiment("no-such-experiment")
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_quick(name, tmp_path):
+    for module in REGISTRY[name].needs:
+        pytest.importorskip(module)
+    report = run_experiment(name, quick=True, out=tmp_path, progress=False)
+    payload = json.loads((tmp_path / f"{name}.json").read_text())
+    md = (tmp_path / f"{name}.md").read_text()
+    assert payload["quick"] and payload["experiment"] == name
+    assert all((tmp_path / png).exists() for png in payload["figures"])
+    table = pd.DataFrame(payload["comparison"])
+    assert len(table) > 0 and len(table) == len(report.comparison)
+    assert (table["seed"].notna()).any(), "an experiment must compare with at least one published figure"
+    # the verdict column is a function of the numbers beside it
+    nan_none = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+    for row in table.itertuples():
+        args = [nan_none(getattr(row, c)) for c in ("dpjax", "dpjax_se", "seed", "seed_se", "tol")]
+        assert judge(*args)[1] == row.verdict, row
+    assert "| quantity | dpjax |" in md and f"dpjax reproduce {name} --quick" in md
