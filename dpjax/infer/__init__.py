@@ -9,6 +9,7 @@ from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
 from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 from .reversible_jump import CapacityWarning, ReversibleJumpKernel
+from .soma import SomaResult, place_records, soma_sweep
 
 __all__ = [
     "ABCResult",
@@ -32,6 +33,9 @@ __all__ = [
     "is_mcem",
     "mcem",
     "record_sweep",
+    "soma_sweep",
+    "SomaResult",
+    "place_records",
     "register_noise_representation",
     "run_chain",
 ]

@@ -46,6 +46,7 @@ from .noncentred import (
     representable,
 )
 from .record_sweep import accept_records, record_sweep
+from .soma import place_records, soma_sweep
 
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta"]
 
@@ -136,6 +137,10 @@ class DataAugmentationKernel(PerChainKernel):
         key gives the same draws within a session). ``0`` gives the seed's plain Algorithm 1; an
         int fixes the number of moves, with no pilot.
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
+    :param record_update: ``"sweep"`` (default): the seed's sweep, proposal i offered to record i,
+        O(1) work per update; ``"soma"``: each proposal offered to every record at once
+        (:mod:`dpjax.infer.soma`), O(n) parallel work per update, for weak releases on a GPU. Both
+        are exact for the same target.
 
     It can be a block of ``numpyro.infer.Gibbs`` that owns θ's sites *and* the latent record sites
     (then the records are collected), for parameters it should not update, e.g.
@@ -176,7 +181,10 @@ class DataAugmentationKernel(PerChainKernel):
         theta_update: Callable | None = None,
         noncentred_moves: int | str = "auto",
         store_records: bool = False,
+        record_update: str = "sweep",
     ):
+        if record_update not in ("sweep", "soma"):
+            raise ValueError(f"`record_update` must be 'sweep' or 'soma', got {record_update!r}.")
         if isinstance(model, HMC):  # DataAugmentationKernel(NUTS(model)), as with HMCGibbs
             if inner_kernel is not None:
                 raise ValueError("Give the inner NUTS/HMC kernel once.")
@@ -209,6 +217,7 @@ class DataAugmentationKernel(PerChainKernel):
         )
         self._store_records = bool(store_records)
         self._noncentred = noncentred_moves
+        self._record_update = record_update
         # static, resolved at `init`
         self._num_moves = 0
         self._supports = None
@@ -262,7 +271,12 @@ class DataAugmentationKernel(PerChainKernel):
         wrapped model too), as ``numpyro.infer.Gibbs`` makes its blocks. The copy stores the latent
         records in ``z`` (``store_records=True``): in a composite they are sites of this block, and
         the sibling blocks are conditioned on them."""
-        common = dict(theta_update=self._theta_update, noncentred_moves=self._noncentred, store_records=True)
+        common = dict(
+            theta_update=self._theta_update,
+            noncentred_moves=self._noncentred,
+            store_records=True,
+            record_update=self._record_update,
+        )
         if self._inner_kernel is not None:
             return type(self)(inner_kernel=self._inner_kernel.wrap_model(wrapper), **common)
         return type(self)(wrapper(self._model), **common)
@@ -487,6 +501,8 @@ class DataAugmentationKernel(PerChainKernel):
             )
         if self._noncentred not in (0, "auto"):
             raise ValueError("`noncentred_moves` are not available with an unknown n yet; pass 0 or 'auto'.")
+        if self._record_update != "sweep":
+            raise ValueError("`record_update='soma'` is not available with an unknown n yet; use 'sweep'.")
         info = self._spec.privatized[0][1]
         capacity = int(info.active.shape[0])
         support = tr[size]["fn"].support
@@ -616,8 +632,12 @@ class DataAugmentationKernel(PerChainKernel):
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
         mechanisms = [_sweep_density(info.mechanism, s) for (_, info), s in zip(spec.privatized, releases)]
-        result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
-        records = accept_records(result.accepted, proposals, state.records)
+        if self._record_update == "soma":
+            result = soma_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
+            records = place_records(result.source, proposals, state.records)
+        else:
+            result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
+            records = accept_records(result.accepted, proposals, state.records)
         log_eta = result.log_density
         residuals = result.residuals
         nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
