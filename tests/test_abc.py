@@ -13,6 +13,10 @@ from dpjax.infer import abc_importance, exact_abc
 from dpjax.models import poisson_count
 
 MECH = dpjax.DiscreteLaplaceMechanism(epsilon=0.5)
+# exact_abc(key(5), poisson_count, 25.0, S_DP, num_samples=5, batch_size=500) with one key per proposal,
+# as drawn before the vectorised path was added
+PER_KEY_DRAWS = np.array([25.2337589263916, 22.075410842895508, 27.977710723876953, 22.43913459777832,
+                          27.263776779174805], dtype=np.float32)  # fmt: skip
 
 
 def z_iid(draws, exact):
@@ -186,3 +190,114 @@ def test_importance_weights_all_zero_is_an_error():
     proposal = {"p": dist.Uniform(1.5, 2.0)}
     with pytest.raises(ValueError, match="abc_importance: every importance weight is zero or NaN"):
         abc_importance(jax.random.key(0), bernoulli_model, proposal, jnp.array(11.0), num_samples=100)
+
+
+# --- vectorised simulation (a batch under one key, through a leading plate) and its per-key fallback ---
+
+
+@pytest.mark.parametrize("case", ["poisson", "bernoulli", "bernoulli_simulator"])
+def test_vectorized_path_gives_the_exact_posterior(case):
+    if case == "poisson":
+        run = lambda **kw: exact_abc(
+            jax.random.key(11), poisson_count, 5.0, jnp.array(S_DP), num_samples=3000, **kw
+        )
+        site, (mean, second) = "theta", exact_poisson(5.0)
+    else:
+        sim = {"simulator": lambda key, params: {"count": dist.Binomial(30, params["p"]).sample(key)}}
+        extra = sim if case == "bernoulli_simulator" else {}
+        run = lambda **kw: exact_abc(
+            jax.random.key(12), bernoulli_model, jnp.array(11.0), num_samples=3000, batch_size=20000,
+            **extra, **kw,
+        )  # fmt: skip
+        site, (mean, second) = "p", exact_bernoulli(11.0)
+    out = run(vectorize=True, progress_bar=False)
+    assert out.vectorized
+    x = out.samples[site]
+    assert abs(z_iid(x, mean)) < 4 and abs(z_iid(x**2, second)) < 4
+    auto = run(progress_bar=False)  # chosen automatically for these models; same key, same draws
+    assert auto.vectorized
+    np.testing.assert_array_equal(auto.samples[site], x)
+
+
+def test_per_key_path_still_gives_the_exact_posterior():
+    out = exact_abc(
+        jax.random.key(13), poisson_count, 25.0, jnp.array(S_DP), num_samples=3000, vectorize=False,
+        progress_bar=False,
+    )  # fmt: skip
+    assert not out.vectorized
+    mean, second = exact_poisson(25.0)
+    assert abs(z_iid(out.samples["theta"], mean)) < 4 and abs(z_iid(out.samples["theta"] ** 2, second)) < 4
+
+
+def summed_model(release=None):
+    """Not plate-correct: ``jnp.sum`` over all dims mixes the proposals of a batch (right shapes,
+    wrong values under a batch plate)."""
+    theta = numpyro.sample("theta", dist.Gamma(25.0, 1.0))
+    with numpyro.plate("count", 1):
+        s = numpyro.sample("s", dist.Poisson(jnp.sum(theta)))
+    mech = dpjax.LaplaceMechanism(epsilon=0.2, sensitivity=1.0)
+    dpjax.privatized("s_dp", mech, lambda r: r["s"], {"s": s}, plate="count", obs=release)
+
+
+def dependent_records_model(release=None):
+    """A record site whose law depends on another record site."""
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    with numpyro.plate("people", 30):
+        x = numpyro.sample("x", dist.Bernoulli(p))
+        y = numpyro.sample("y", dist.Bernoulli(jnp.where(x > 0, 0.9, 0.1)))
+    dpjax.privatized("count", MECH, lambda r: r["y"], {"y": y}, plate="people", obs=release)
+
+
+def matmul_model(release=None):
+    """θ used through a matrix product that does not broadcast over a leading batch dim."""
+    beta = numpyro.sample("beta", dist.Normal(0.0, 1.0).expand([2]).to_event(1))
+    X = jnp.ones((4, 2))
+    with numpyro.plate("rows", 4):
+        y = numpyro.sample("y", dist.Normal(X @ beta, 1.0))
+    dpjax.privatized(
+        "s", dpjax.GaussianMechanism(sigma=1.0), lambda r: r["y"], {"y": y}, plate="rows", obs=release
+    )
+
+
+NOT_VECTORIZABLE = [
+    (summed_model, jnp.array(S_DP), "site 's'.*differ"),
+    (dependent_records_model, jnp.array(11.0), "depends on other record sites"),
+    (matmul_model, jnp.array(1.0), "dot_general"),
+]
+
+
+@pytest.mark.parametrize("model, release, why", NOT_VECTORIZABLE)
+def test_fallback_is_automatic_and_matches_the_per_key_path(model, release, why):
+    run = lambda v: exact_abc(
+        jax.random.key(6), model, release, num_samples=200, batch_size=2000, vectorize=v, progress_bar=False
+    )
+    auto, per_key = run(None), run(False)
+    assert not auto.vectorized and not per_key.vectorized
+    jax.tree.map(np.testing.assert_array_equal, auto.samples, per_key.samples)
+    assert auto[1:] == per_key[1:]
+    with pytest.raises(ValueError, match=rf"vectorize=True.*cannot be simulated a batch at a time.*{why}"):
+        run(True)
+
+
+def test_per_key_path_draws_are_unchanged():
+    """The fallback's draws are bitwise those of the per-key sampler before the vectorised path existed
+    (recorded with the code of that time)."""
+    out = exact_abc(
+        jax.random.key(5), poisson_count, 25.0, jnp.array(S_DP), num_samples=5, batch_size=500,
+        vectorize=False, progress_bar=False,
+    )  # fmt: skip
+    np.testing.assert_array_equal(out.samples["theta"], PER_KEY_DRAWS)
+
+
+def test_vectorized_same_key_same_draws_and_bad_vectorize():
+    run = lambda k: exact_abc(
+        jax.random.key(k), poisson_count, 25.0, jnp.array(S_DP), num_samples=100, batch_size=5000,
+        vectorize=True, progress_bar=False,
+    )  # fmt: skip
+    a, b, c = run(5), run(5), run(6)
+    assert a.vectorized
+    jax.tree.map(np.testing.assert_array_equal, a.samples, b.samples)
+    assert a[1:] == b[1:]
+    assert not np.array_equal(a.samples["theta"], c.samples["theta"])
+    with pytest.raises(ValueError, match="`vectorize` must be None"):
+        exact_abc(jax.random.key(0), poisson_count, 25.0, jnp.array(S_DP), num_samples=10, vectorize="yes")

@@ -18,13 +18,15 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 import numpyro.distributions as dist
 from jax import lax, random
+from jax.extend.core import Var
 from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
-from ..primitives import INFER_KEY, SiteRoles, simulate, site_roles
+from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
 
@@ -32,12 +34,15 @@ __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_a
 class ABCResult(NamedTuple):
     """- **samples** – ``{site: draws}`` of the θ sites, i.i.d. from the exact posterior.
     - **num_proposals** – prior-predictive simulations used.
-    - **acceptance_rate**, **acceptance_se** – accepted / proposed and its binomial s.e."""
+    - **acceptance_rate**, **acceptance_se** – accepted / proposed and its binomial s.e.
+    - **vectorized** – whether each batch was simulated under one key through a batch plate (else
+      with one key per proposal)."""
 
     samples: dict
     num_proposals: int
     acceptance_rate: float
     acceptance_se: float
+    vectorized: bool = False
 
     def to_arviz(self):
         """An ``arviz.InferenceData`` with one chain of the draws."""
@@ -207,6 +212,206 @@ def _direct(model, simulator, privatized, theta):
     return one
 
 
+# --- vectorised simulation: a whole batch of proposals under one key ---------------------------------
+#
+# The model runs once per batch inside `numpyro.plate(BATCH_PLATE, batch_size)` at a dim to the left of
+# every plate and batch dim of its own, so each θ site draws all proposals with one key. The records are
+# not sampled inside that run (the privatized sites read them along axis 0, which a leading batch dim
+# would break): they are substituted by placeholders, as in the direct path, and drawn afterwards from
+# their sites' batched distributions; T and log η are then computed per proposal with `vmap`. A model
+# qualifies when (checked on a few proposals before the run) every site has the batch dim leading with the
+# expected shapes, nothing but the privatized sites depends on the records, and each proposal's log
+# densities and log η agree with the unbatched model's conditioned on that proposal's values.
+
+BATCH_PLATE = "_abc_batch"
+CHECK_BATCH = 3  # proposals compared against the unbatched model before a vectorised run
+
+
+class _NotVectorizable(Exception):
+    """The model does not run correctly under the batch plate (the reason is the message)."""
+
+
+def _batch_rank(tr) -> int:
+    """The number of batch dims the model's own sites use (plates and distributions' batch shapes)."""
+    rank = 0
+    for s in tr.values():
+        if s["type"] == "sample":
+            dims = [-f.dim for f in s["cond_indep_stack"]]
+            rank = max(rank, len(s["fn"].batch_shape), *dims)
+    return rank
+
+
+def _depends(fn, arg) -> list[bool]:
+    """For each output leaf of ``fn(arg)``: whether it depends on ``arg`` (a conservative data-flow
+    pass over the jaxpr: an equation with any dependent input makes all its outputs dependent)."""
+    jaxpr = jax.make_jaxpr(lambda a: [jnp.asarray(x) for x in jax.tree.leaves(fn(a))])(arg).jaxpr
+    hit = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in hit for v in eqn.invars):
+            hit.update(eqn.outvars)
+    return [isinstance(v, Var) and v in hit for v in jaxpr.outvars]
+
+
+def _make_batch(model, simulator, spec: _Spec):
+    """``batch(key, size, model_args, model_kwargs, placeholders) -> (trace, θ values, records, log η)``:
+    ``size`` proposals under one key (θ values ``(size,) + shape``; ``records`` the latent record draws,
+    empty with a ``simulator``). Raises ``_NotVectorizable`` where the shapes show that the model does not
+    broadcast over a leading batch dim."""
+    proto, theta, latent = spec.trace, spec.theta, spec.roles.latent_records
+    rank = _batch_rank(proto)
+    sites = [k for k, s in proto.items() if s["type"] == "sample"]
+
+    def expected(name, size):
+        fn = proto[name]["fn"]
+        return (size,) + (1,) * (rank - len(fn.batch_shape)) + tuple(fn.batch_shape), tuple(fn.event_shape)
+
+    def leading(name, value, size):
+        """``value`` (batch shape + event shape) as ``(size,) + the prototype value's shape``."""
+        return jnp.reshape(value, (size,) + jnp.shape(proto[name]["value"]))
+
+    def batched_model(size):
+        def run(*args, **kwargs):
+            with numpyro.plate(BATCH_PLATE, size, dim=-(rank + 1)):
+                return model(*args, **kwargs)
+
+        return run
+
+    def batch(key, size, model_args, model_kwargs, placeholders):
+        k_theta, k_rec = random.split(key)
+        m = handlers.seed(handlers.substitute(batched_model(size), data=placeholders), k_theta)
+        tr = handlers.trace(m).get_trace(*model_args, **model_kwargs)
+        got = [k for k, s in tr.items() if s["type"] == "sample"]
+        if got != sites:
+            raise _NotVectorizable(f"the sample sites under the batch plate are {got}, not {sites}")
+        for name in [*theta, *(latent if simulator is None else ())]:
+            fn = tr[name]["fn"]
+            shapes = tuple(fn.batch_shape), tuple(fn.event_shape)
+            if shapes != expected(name, size):
+                raise _NotVectorizable(
+                    f"site {name!r} has batch and event shapes {shapes} under a batch plate of {size}, "
+                    f"expected {expected(name, size)}"
+                )
+        for name in theta:
+            if jnp.shape(tr[name]["value"]) != sum(expected(name, size), ()):
+                raise _NotVectorizable(f"site {name!r} has value shape {jnp.shape(tr[name]['value'])}")
+        params = {k: leading(k, tr[k]["value"], size) for k in theta}
+        infos = {n: tr[n]["infer"][INFER_KEY] for n in spec.privatized}
+        for n, info in infos.items():
+            proto_info = proto[n]["infer"][INFER_KEY]
+            if _avals(jax.tree.leaves(info.mechanism)) != _avals(jax.tree.leaves(proto_info.mechanism)):
+                raise _NotVectorizable(
+                    f"the mechanism of privatized site {n!r} changes under the batch plate"
+                )
+            if np.shape(info.active) != np.shape(proto_info.active):
+                raise _NotVectorizable(f"the records plate of {n!r} changes under the batch plate")
+        records = {}
+        if simulator is None:
+            for i, k in enumerate(latent):
+                records[k] = leading(k, tr[k]["fn"].sample(random.fold_in(k_rec, i)), size)
+            log_eta = 0.0
+            for n, info in infos.items():
+                mine = {k: records[k] for k in info.record_sites if k in records}
+                public = {k: tr[k]["value"] for k in info.record_sites if k not in records}
+                obs, mech, stat, active = tr[n]["value"], info.mechanism, info.statistic, info.active
+
+                def one(mine, public=public, obs=obs, mech=mech, stat=stat, active=active):
+                    per = record_statistics(stat, {**mine, **public})
+                    if active is not None:
+                        per = jnp.where(active.reshape((-1,) + (1,) * (per.ndim - 1)), per, 0.0)
+                    return jnp.sum(mech(jnp.sum(per, axis=0)).log_prob(obs))
+
+                log_eta = log_eta + jax.vmap(one)(mine)
+        else:
+            stats = jax.vmap(simulator)(random.split(k_rec, size), params)
+            if set(stats) != set(spec.privatized):
+                raise ValueError(
+                    f"`simulator` must return T for exactly the sites {sorted(spec.privatized)}."
+                )
+            log_eta = 0.0
+            for n, info in infos.items():
+                t = jnp.asarray(stats[n], jnp.result_type(float))
+                eta = jax.vmap(
+                    lambda t, mech=info.mechanism, obs=tr[n]["value"]: jnp.sum(mech(t).log_prob(obs))
+                )
+                log_eta = log_eta + eta(t)
+        return tr, params, records, jnp.broadcast_to(log_eta, (size,))
+
+    return batch
+
+
+def _check_batch(batch, model, simulator, spec: _Spec, model_args, model_kwargs):
+    """Raise ``_NotVectorizable`` unless ``batch`` simulates the model's prior predictive: the draws of
+    ``CHECK_BATCH`` proposals are scored by the batched trace and by the unbatched model conditioned on
+    each proposal (θ and records), site by site, and nothing but the privatized sites reads the records."""
+    key = random.key(0)
+    outputs = lambda ph: batch(key, CHECK_BATCH, model_args, model_kwargs, ph)
+    sites = [*spec.theta, *(spec.roles.latent_records if simulator is None else ())]
+
+    def reads_records(ph):
+        tr, params, _, _ = outputs(ph)
+        fns = [tr[k]["fn"] for k in spec.roles.latent_records] if simulator is None else []
+        mechs = [tr[n]["infer"][INFER_KEY].mechanism for n in spec.privatized]
+        return params, fns, mechs
+
+    if spec.placeholders and any(_depends(reads_records, spec.placeholders)):
+        raise _NotVectorizable(
+            "θ, a record site's distribution or a mechanism depends on other record sites' values"
+        )
+
+    @jax.jit
+    def scores(ph):
+        tr, params, records, log_eta = outputs(ph)
+        values = {**params, **records}
+        got = {}
+        for k in sites:
+            fn = tr[k]["fn"]
+            lp = fn.log_prob(jnp.reshape(values[k], fn.batch_shape + fn.event_shape))
+            got[k] = jnp.reshape(lp, (CHECK_BATCH,) + tuple(spec.trace[k]["fn"].batch_shape))
+
+        def reference(data):  # the unbatched model, conditioned on one proposal
+            cond = data if simulator is None else {**data, **ph}
+            ref, ref_eta = simulate(key, model, spec.privatized, model_args, model_kwargs, data=cond)
+            return {k: ref[k]["fn"].log_prob(data[k]) for k in sites}, ref_eta
+
+        want, ref_eta = jax.vmap(reference)(values)
+        return got, want, log_eta, ref_eta
+
+    got, want, log_eta, ref_eta = scores(spec.placeholders)
+    for k in sites:
+        if jnp.shape(got[k]) != jnp.shape(want[k]) or not np.allclose(got[k], want[k], rtol=1e-5, atol=1e-5):
+            raise _NotVectorizable(
+                f"site {k!r}: the batched log densities {np.asarray(got[k]).ravel()[:6]} differ from the "
+                f"model's {np.asarray(want[k]).ravel()[:6]}"
+            )
+    if simulator is None and not np.allclose(log_eta, ref_eta, rtol=1e-5, atol=1e-5):
+        raise _NotVectorizable(f"log η is {np.asarray(log_eta)} batched but {np.asarray(ref_eta)} unbatched")
+
+
+def _vectorizable(batch, model, simulator, spec: _Spec, args: _Args, model_args, model_kwargs):
+    """None if ``batch`` simulates the model's prior predictive, else the reason why not. The verdict
+    is cached with the compiled functions (it depends on the model's structure, not on array values)."""
+    key = None
+    if args.key is not None:
+        structure = jax.tree.structure(spec.placeholders), _avals(jax.tree.leaves(spec.placeholders))
+        key = ("exact_abc/vectorizable", model, simulator, args.key, structure)
+        try:
+            if key in _CACHE:
+                _CACHE.move_to_end(key)
+                return _CACHE[key]
+        except TypeError:  # an unhashable model or simulator
+            key = None
+    try:
+        _check_batch(batch, model, simulator, spec, model_args, model_kwargs)
+        reason = None
+    except Exception as e:  # noqa: BLE001 - any failure under the batch plate means: not vectorisable
+        reason = str(e) if isinstance(e, _NotVectorizable) else f"{type(e).__name__}: {e}"
+    if key is not None:
+        _CACHE[key] = reason
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return reason
+
+
 # exact_abc without `max_seconds` warns once its projected run time passes this many seconds, the
 # rate being measured over at least RATE_WINDOW_SECONDS after the first (compiling) call
 SLOW_RUN_SECONDS = 300.0
@@ -258,6 +463,7 @@ def exact_abc(
     max_proposals: int = 10**9,
     max_seconds: float | None = None,
     simulator=None,
+    vectorize: bool | None = None,
     progress_bar: bool = True,
     **model_kwargs,
 ) -> ABCResult:
@@ -290,6 +496,8 @@ def exact_abc(
         raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"`max_seconds` must be positive or None, got {max_seconds!r}.")
+    if vectorize not in (None, True, False):
+        raise ValueError(f"`vectorize` must be None (automatic), True or False, got {vectorize!r}.")
     max_proposals = _positive_whole(max_proposals, "max_proposals")
     spec = _spec(model, model_args, model_kwargs)
     privatized, theta, max_log_eta = spec.privatized, spec.theta, spec.max_log_eta
@@ -297,6 +505,20 @@ def exact_abc(
     args = _split_args(model_args, model_kwargs)
     proto, _ = one(random.key(0), model_args, model_kwargs, spec.placeholders)
     max_batches = -(-max_proposals // batch_size)  # a Python int: never overflows, never traced
+    batch = None
+    if vectorize is not False:
+        batch = _make_batch(model, simulator, spec)
+        reason = _vectorizable(batch, model, simulator, spec, args, model_args, model_kwargs)
+        if reason is not None:
+            if vectorize:
+                raise ValueError(
+                    "exact_abc(vectorize=True): the model cannot be simulated a batch at a time under a "
+                    f"leading `numpyro.plate` ({reason}). Make every site broadcast over a leading batch "
+                    "dim (index from the right, e.g. `x[..., i]`, `jnp.sum(x, -1)`), or pass "
+                    "`vectorize=None` / `False` to simulate one proposal per key."
+                )
+            batch = None
+    vectorized = batch is not None
 
     def build(traced):
         def run(carry, batch_limit, placeholders, max_log_eta, dynamic):
@@ -306,7 +528,10 @@ def exact_abc(
             def body(carry):
                 key, buffer, count, batches, accepted_total = carry
                 key, k_sim, k_acc = random.split(key, 3)
-                values, log_eta = jax.vmap(sim)(random.split(k_sim, batch_size))
+                if vectorized:  # the whole batch under one key
+                    _, values, _, log_eta = batch(k_sim, batch_size, a, kw, placeholders)
+                else:  # one key per proposal
+                    values, log_eta = jax.vmap(sim)(random.split(k_sim, batch_size))
                 accept = jnp.log(random.uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
                 slot = jnp.where(accept, count + jnp.cumsum(accept) - 1, num_samples)  # out of range: dropped
                 buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buffer, values)
@@ -322,6 +547,7 @@ def exact_abc(
     if args.key is not None:
         structure = jax.tree.structure(spec.placeholders), _avals(jax.tree.leaves(spec.placeholders))
         key = ("exact_abc", model, simulator, tuple(privatized), tuple(theta), num_samples, batch_size)
+        key += (vectorized,)
         key += (args.key, structure, _avals([max_log_eta]))
     compiled = _compiled(key, build, args.dynamic)
     run = lambda carry, limit: compiled(carry, limit, spec.placeholders, max_log_eta)
@@ -364,7 +590,7 @@ def exact_abc(
             "raise the cap, use `PseudoMarginalABC` (MCMC, no starvation), or the importance-sampling form "
             "`abc_importance` with a proposal closer to the posterior."
         )
-    return ABCResult(buffer, proposals, rate, se)
+    return ABCResult(buffer, proposals, rate, se, vectorized)
 
 
 def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **model_kwargs) -> ISResult:
