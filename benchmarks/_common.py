@@ -37,26 +37,6 @@ def best_time(fn, *args, repeats=3):
     return min(times)
 
 
-def timed(fn, *args):
-    """``(result, seconds)`` of a call, blocking until JAX has finished."""
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    return out, time.perf_counter() - start
-
-
-def replicate_runner(model, theta_update, site, num_warmup, num_samples, *args):
-    """Compiled ``(keys, releases) -> (draws of site, record acceptance)``, vmapped over
-    replicates; the model is called as ``model(*args, release)``."""
-    from dpjax.infer import DataAugmentationKernel, run_chain
-
-    kernel = DataAugmentationKernel(model, theta_update=theta_update, noncentred_moves=0)  # seed: Algorithm 1
-    collect = lambda s: (s.z[site], s.record_accept_rate)
-    run = lambda key, release: run_chain(
-        kernel, key, (*args, release), num_warmup=num_warmup, num_samples=num_samples, collect=collect
-    )
-    return jax.jit(jax.vmap(run))
-
-
 def measure_ess(kernel, args, site, num_warmup, num_samples, chains=4, seed=0):
     """Min bulk ESS over the entries of ``site`` per second of sampling, 4 vmapped chains;
     compile time measured apart (ahead-of-time compilation)."""

@@ -309,3 +309,48 @@ def test_bad_inputs_raise_clear_errors():
                                                  capacity=9), 0)()  # fmt: skip
     with pytest.raises(ValueError, match="jax_enable_x64"):  # ε₁ = 1e10: noise far below float32 spacing
         dp_mcmc(key, s_l, n=N, a=A, epsilon1=1e10, num_warmup=1, num_samples=1)
+
+
+def test_clt_law_of_the_statistic_behind_dpapprox_improves_with_n():
+    """Fast sibling of the test below: DPapprox replaces the law of S₀(D) by N(μ_α, Σ_α / n)
+    (``_moments``). Over 4 000 simulated data sets, the mean and covariance of S₀ match it at every n
+    (z-tests), and its skewness — what the normal law cannot carry — shrinks like 1/√n."""
+    alpha = jnp.array([0.8, 2.0, 3.0])
+    skews = []
+    for n in (2, 200):
+        x = jax.random.dirichlet(jax.random.key(n), alpha, (4000, n))
+        s0 = np.asarray(jnp.mean(jnp.log(x), axis=1), float)
+        mu, cov = (np.asarray(v, float) for v in _moments(alpha, n))
+        z = (s0.mean(0) - mu) / np.sqrt(np.diag(cov) / len(s0))
+        assert np.all(np.abs(z) < Z_MAX), (n, z)
+        np.testing.assert_allclose(np.cov(s0, rowvar=False), cov, rtol=0.15, atol=0.05 * np.abs(cov).max())
+        skews.append(np.abs(stats.skew(s0, axis=0)))
+    assert np.all(skews[1] < skews[0] / 4), skews  # ≈ 1/10 expected; ±0.04 sampling s.e. at n = 200
+
+
+@pytest.mark.slow
+def test_dpapprox_approaches_dpmcmc_as_n_grows():
+    """DPapprox (CLT for S₀, censoring ignored) against the exact DPMCMC posterior on the same release:
+    the gap of the posterior means, in posterior s.d., shrinks from n = 10 to n = 300, and at n = 300
+    the means agree (MCSE-gated z-tests). α = (3, 4, 5) and a = 10⁻³ keep censoring negligible."""
+    a, eps = 1e-3, 1.0
+    gaps = []
+    for n in (10, 300):
+        x = np.random.default_rng(n).dirichlet([3.0, 4.0, 5.0], size=n)
+        noise = np.random.default_rng(n + 1).laplace(0, laplace_scale(a, D, n, eps), D)
+        s_l = jnp.asarray(np.asarray(censored_mean_log(x, a)) + noise, "float32")
+        kw = dict(n=n, a=a, epsilon1=eps, prior=PRIOR, num_warmup=300, num_samples=1000)
+        exact = dp_mcmc(jax.random.key(0), s_l, num_chains=4, max_tree_depth=3, **kw)
+        approx = dp_approx(jax.random.key(1), s_l, num_chains=2, **kw)
+        got = np.asarray(approx.get_samples(group_by_chain=True)["alpha"])
+        want = np.asarray(exact.get_samples(group_by_chain=True)["alpha"])
+        gap, zs = [], []
+        for j in range(D):
+            (se_g, ess_g), (se_w, ess_w) = mcse(got[..., j]), mcse(want[..., j])
+            diff = got[..., j].mean() - want[..., j].mean()
+            gap.append(abs(diff) / want[..., j].std())
+            zs.append((diff / np.hypot(se_g, se_w), min(ess_g, ess_w)))
+        gaps.append(np.mean(gap))
+    for j, (z, ess) in enumerate(zs):  # at n = 300
+        assert ess > 20 and abs(z) < Z_MAX, (j, z, ess)  # ESS 22–50 measured with these chains
+    assert gaps[1] < gaps[0], gaps

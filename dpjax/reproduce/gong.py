@@ -170,7 +170,7 @@ def gong_lalonde(quick: bool, progress: bool) -> Report:
     from dpjax.infer import exact_abc
     from dpjax.models import LALONDE_MECHANISM, lalonde_summaries, nsw_summaries
 
-    fits, num_samples, num_warmup = (2, 150, 150) if quick else (10, 4000, 1000)
+    fits, num_samples, num_warmup = (2, 100, 100) if quick else (10, 4000, 1000)
     names = ("ybar_t", "ybar_c", "s2_t", "s2_c")
 
     def as_exact(summaries, release):  # the model with the summaries observed (naive when they are s_dp)
@@ -179,7 +179,13 @@ def gong_lalonde(quick: bool, progress: bool) -> Report:
 
     s, n_t, n_c = nsw_summaries()
     releases = [LALONDE_MECHANISM.release(jax.random.key(1000 + r), jnp.asarray(s)) for r in range(fits)]
-    mcmc = MCMC(NUTS(as_exact), num_warmup=num_warmup, num_samples=num_samples, progress_bar=progress)
+    mcmc = MCMC(
+        NUTS(as_exact),
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        progress_bar=progress,
+        jit_model_args=True,
+    )
     rows = {"confidential": [], "naive": [], "exact ABC": []}
     abc = []
     for r, release in enumerate(releases):
