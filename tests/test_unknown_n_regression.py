@@ -1,11 +1,8 @@
 """The unknown-n regression of Awan, Barrientos & Ju §6.1 (dpjax.models.unknown_n_regression):
 the θ-step against closed-form conditional moments (z-tests on iid draws), the release (no entry
-is n, sensitivity 9), and the Table 1 benchmark's smoke run."""
+is n, sensitivity 9). Table 1 itself: `dpjax reproduce awan-table1` (tests/test_reproduce.py)."""
 
 import functools
-import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +16,6 @@ from dpjax.primitives import INFER_KEY
 
 Z_MAX = 4.5
 DRAWS = 20_000
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def buffer(capacity=40, n=25, seed=0):
@@ -181,20 +177,3 @@ def test_predictive_simulates_the_seed_model():
     assert draws["Phi"].shape == (3, 2, 2) and draws["beta"].shape == (3, 3)
     noise = np.asarray(draws["n_dp"] - draws["n"])
     assert np.all(noise != 0) and np.all(np.abs(noise) < 30)  # n_dp = n + Laplace(1), never n itself
-
-
-@pytest.mark.slow
-def test_benchmark_quick_runs(tmp_path):
-    """``benchmarks/unknown_n_regression.py --quick`` (two compilations, about two minutes here)."""
-    out = subprocess.run(
-        [sys.executable, "unknown_n_regression.py", "--quick", "--results-dir", str(tmp_path)],
-        cwd=ROOT / "benchmarks",
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    md = (tmp_path / "unknown_n_regression_quick.md").read_text()
-    assert "E n" in md and "seed" in md
-    assert (tmp_path / "unknown_n_regression_quick.json").exists()
-    assert (tmp_path / "unknown_n_regression_quick.png").exists()

@@ -13,7 +13,7 @@ its seed (``gong``, ``ju``, ``lazzarini``, ``unknown_n``, ``compositional``); ``
 reduced version in seconds (the test suite runs every one).
 """
 
-from . import compositional, gong, ju, lazzarini  # noqa: F401  (registers the experiments)
+from . import compositional, gong, ju, lazzarini, unknown_n  # noqa: F401  (registers the experiments)
 from ._core import REGISTRY, Experiment, Report, compare, experiment, judge, markdown_table, run_experiment
 
 __all__ = [
