@@ -292,16 +292,27 @@ def _cell_key(rng_key, params):
 
 
 class _Batched:
-    """``cell_fn`` vmapped over replicate keys, jitted with the replicate axis sharded over ``mesh``."""
+    """``cell_fn`` vmapped over replicate keys, jitted with the replicate axis sharded over ``mesh``.
+
+    The vmap runs inside ``shard_map``: each device runs its own replicates with no communication.
+    (Under plain ``jit`` sharding, a vmapped ``while_loop`` -- NUTS, JAX's gamma sampler -- reduces its
+    batched predicate across devices at every iteration: a collective per step, which also deadlocks
+    virtual CPU devices that outnumber the cores.)"""
 
     def __init__(self, cell_fn, mesh, impl):
-        self.cell_fn, self.impl = cell_fn, impl
-        spread, whole = NamedSharding(mesh, P("replicates")), NamedSharding(mesh, P())
-        self.spread, self.whole = spread, whole
-        self.jitted = jax.jit(
-            self._batch, static_argnums=2, in_shardings=(spread, whole), out_shardings=spread
-        )
+        self.cell_fn, self.impl, self.mesh = cell_fn, impl, mesh
+        self.spread, self.whole = NamedSharding(mesh, P("replicates")), NamedSharding(mesh, P())
+        self.jitted = jax.jit(self._sharded, static_argnums=2)
         self.compiled = {}
+
+    def _sharded(self, key_data, traced, static):
+        local = lambda kd, tr: self._batch(kd, tr, static)
+        in_specs, out_specs = (P("replicates"), P()), P("replicates")
+        # check_vma=False: cell functions are ordinary JAX code (scans mixing per-replicate and shared values)
+        sharded = jax.shard_map(
+            local, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+        )
+        return sharded(key_data, traced)
 
     def _batch(self, key_data, traced, static):
         keys = jax.random.wrap_key_data(key_data, impl=self.impl)

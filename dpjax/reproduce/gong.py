@@ -306,7 +306,7 @@ def gong_abc(quick: bool, progress: bool) -> Report:
     from dpjax.infer import exact_abc
     from dpjax.models import poisson_count
 
-    reps, draws, fig_draws = (2, 100, 1000) if quick else (20, 1000, 10_000)
+    reps, draws, fig_draws = (2, 200, 200) if quick else (20, 1000, 10_000)  # quick: one compilation
     rows, comparison = [], []
     for alpha, (seed, seed_se) in ABC_TABLE1.items():
         rates = []
