@@ -12,28 +12,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import write_results
-from scipy import stats
-from scipy.special import gammaln
 
 from dpjax.infer import exact_abc
 from dpjax.models import poisson_count as model
+from dpjax.reproduce.gong import poisson_count_posterior
 
 S_DP, EPS = 37.4, 0.2
 SPEED_REPEATS = 3
 
 
-def count_posterior(alpha):
-    """Exact posterior of the confidential count k (NegBin(α, 1/2) prior predictive × Laplace);
-    θ | s_dp is then the mixture Σ_k w_k Gamma(α + k, 2)."""
-    k = np.arange(0, 400)
-    log_w = gammaln(alpha + k) - gammaln(alpha) - gammaln(k + 1) - (alpha + k) * np.log(2)
-    log_w += stats.laplace.logpdf(S_DP - k, scale=1 / EPS)
-    w = np.exp(log_w - log_w.max())
-    return k, w / w.sum()
-
-
 def exact_mean(alpha):
-    k, w = count_posterior(alpha)
+    """The exact posterior mean of θ (summation over the confidential count)."""
+    k, w = poisson_count_posterior(alpha)
     return float(w @ (alpha + k) / 2)
 
 

@@ -266,6 +266,19 @@ def test_run_chain_vmaps_over_releases():
     np.testing.assert_allclose(means, exact, atol=0.15)
 
 
+def test_run_chain_thinning_keeps_every_kth_draw_and_uses_init_params():
+    kernel = DataAugmentationKernel(normal_model, theta_update=normal_update, noncentred_moves=0)
+    run = lambda **kw: run_chain(kernel, jax.random.key(1), (30, 5.0, 1.0), num_warmup=20, **kw)
+    full = run(num_samples=30)["mu"]
+    np.testing.assert_array_equal(run(num_samples=30, thinning=3)["mu"], full[2::3])
+    start = {"mu": jnp.array(9.0), "x": jnp.full(30, 9.0)}
+    first = run_chain(kernel, jax.random.key(1), (30, 5.0, 1.0), num_warmup=0, num_samples=1,
+                      init_params=start, collect=lambda s: s.records["x"])  # fmt: skip
+    assert not np.array_equal(first[0], np.asarray(run(num_samples=1, collect=lambda s: s.records["x"])[0]))
+    with pytest.raises(ValueError, match="thinning"):
+        run(num_samples=10, thinning=0)
+
+
 # ------------------------------------------------------------------ clear errors
 def _mcmc_init(model, *args, **kernel_kw):
     kernel = DataAugmentationKernel(model, **kernel_kw)

@@ -20,11 +20,15 @@ def run_chain(
     num_warmup: int,
     num_samples: int,
     collect: Callable = lambda state: state.z,
+    init_params=None,
+    thinning: int = 1,
 ):
     """Initialise ``kernel`` and run ``num_warmup + num_samples`` iterations in one ``lax.scan``.
 
-    Returns ``collect(state)`` stacked over the post-warmup iterations (default: ``state.z``).
-    Collect summaries, not the database, when vmapping over many replicates.
+    Returns ``collect(state)`` stacked over the post-warmup iterations (default: ``state.z``), every
+    ``thinning``-th of them (``num_samples // thinning`` draws, as ``numpyro.infer.MCMC``);
+    ``init_params`` is passed to ``kernel.init``. Collect summaries, not the database, when vmapping
+    over many replicates.
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(n, s_dp=None):
@@ -43,8 +47,10 @@ def run_chain(
     >>> draws["p"].shape
     (3, 200)
     """
+    if isinstance(thinning, bool) or not isinstance(thinning, int) or not 1 <= thinning <= num_samples:
+        raise ValueError(f"`thinning` must be an int in [1, num_samples], got {thinning!r}.")
     model_kwargs = {} if model_kwargs is None else model_kwargs
-    state = kernel.init(rng_key, num_warmup, None, model_args, model_kwargs)
+    state = kernel.init(rng_key, num_warmup, init_params, model_args, model_kwargs)
 
     def step(state, _):
         state = kernel.sample(state, model_args, model_kwargs)
@@ -54,6 +60,12 @@ def run_chain(
         state = kernel.sample(state, model_args, model_kwargs)
         return state, collect(state)
 
+    def thinned(state, _):
+        state, _ = lax.scan(step, state, None, length=thinning - 1)
+        return step_collect(state, None)
+
     state, _ = lax.scan(step, state, None, length=num_warmup)
-    _, draws = lax.scan(step_collect, state, None, length=num_samples)
+    _, draws = lax.scan(
+        step_collect if thinning == 1 else thinned, state, None, length=num_samples // thinning
+    )
     return draws

@@ -47,20 +47,6 @@ SPEEDUP = {"DPreMCMCp4": 6.2, "DPABCp5": 60.3}  # §4.1: times faster than DPMCM
 
 
 # ------------------------------------------------------------------------------- chains
-def _alpha_chain(kernel, key, args, *, num_warmup, num_samples, thin, init=None):
-    """``num_samples // thin`` draws of α (every ``thin``-th after ``num_warmup``), in one scan.
-    Like :func:`dpjax.infer.run_chain`, with ``init_params`` (records at the data when ε ≈ ∞)."""
-    state = kernel.init(key, num_warmup, init, args, {})
-    step = lambda s, _: (kernel.sample(s, args, {}), None)
-    state, _ = lax.scan(step, state, None, length=num_warmup)
-
-    def keep(s, _):
-        s, _ = lax.scan(step, s, None, length=thin)
-        return s, s.z["alpha"]
-
-    return lax.scan(keep, state, None, length=max(num_samples // thin, 1))[1]
-
-
 def _compiled(fn, *args):
     """``(outputs, run seconds, compile seconds)`` of ``jax.jit(fn)(*args)``."""
     t = time.perf_counter()
@@ -217,9 +203,14 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
 
 
 def _chains_inner(kernel, ks, args, cfg, init):
-    one = lambda k: _alpha_chain(
-        kernel, k, args, num_warmup=cfg["warmup"], num_samples=cfg["samples"], thin=cfg["thin"], init=init
-    )
+    """α draws of ``len(ks)`` chains, every ``cfg["thin"]``-th; ``init`` starts the records at the data
+    where ε ≈ ∞."""
+    from dpjax.infer import run_chain
+
+    one = lambda k: run_chain(
+        kernel, k, args, num_warmup=cfg["warmup"], num_samples=cfg["samples"],
+        collect=lambda s: s.z["alpha"], init_params=init, thinning=cfg["thin"],
+    )  # fmt: skip
     return jax.vmap(one)(ks)
 
 

@@ -294,6 +294,13 @@ def _count_posterior(alpha):
     return k, np.exp(log_prior), np.exp(-EPS * np.abs(S_DP - k))
 
 
+def poisson_count_posterior(alpha):
+    """``(k, w)``: the exact posterior of the confidential count given s_dp, so that θ | s_dp is the
+    mixture Σ_k w_k Gamma(α + k, rate 2)."""
+    k, prior, accept = _count_posterior(alpha)
+    return k, prior * accept / (prior @ accept)
+
+
 @experiment(
     "gong-abc",
     source="Gong (2022) §5.1, Table 1 and Figure 1",
@@ -333,8 +340,7 @@ def gong_abc(quick: bool, progress: bool) -> Report:
         batch_size=100_000, progress_bar=progress,
     )  # fmt: skip
     theta = np.asarray(out.samples["theta"], float)
-    k, prior, accept = _count_posterior(25.0)
-    w = prior * accept / (prior @ accept)
+    k, w = poisson_count_posterior(25.0)
     post_mean = float(w @ (25.0 + k) / 2)  # θ | k ~ Gamma(α + k, rate 2)
     post_sd = float(np.sqrt(w @ ((25.0 + k) / 4 + ((25.0 + k) / 2) ** 2) - post_mean**2))
     comparison.append(
