@@ -6,10 +6,17 @@ def test_readme_examples_run():
     """Every python block of the README, in order, in one namespace."""
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     namespace = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)
     assert namespace["mcmc"].get_samples()["p"].shape == (2000,)
     exec(compile(blocks[1], "README.md", "exec"), namespace)
     draws = namespace["mcmc"].get_samples()
     assert draws["n"].shape == (1000,) and 80 < float(draws["n"].mean()) < 115
+    exec(compile(blocks[2], "README.md", "exec"), namespace)
+    study = namespace["study"]
+    assert len(study) == 40 and set(study["p_true"]) == {0.2, 0.5}
+    # 40 nominal-90 % intervals: Binomial(40, 0.9) is below 30 with probability 0.0015
+    assert study["p_covered"].sum() >= 30
+    means = study.groupby("p_true")["p_mean"].mean()
+    assert abs(means[0.2] - 0.2) < 0.08 and abs(means[0.5] - 0.5) < 0.08

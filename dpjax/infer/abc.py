@@ -27,6 +27,7 @@ from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
 from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
+from .samplers import fast_distribution, fast_sampling
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
 
@@ -278,7 +279,7 @@ def _make_batch(model, simulator, spec: _Spec):
 
     def batch(key, size, model_args, model_kwargs, placeholders):
         k_theta, k_rec = random.split(key)
-        m = handlers.seed(handlers.substitute(batched_model(size), data=placeholders), k_theta)
+        m = handlers.seed(handlers.substitute(fast_sampling(batched_model(size)), data=placeholders), k_theta)
         tr = handlers.trace(m).get_trace(*model_args, **model_kwargs)
         got = [k for k, s in tr.items() if s["type"] == "sample"]
         if got != sites:
@@ -307,7 +308,8 @@ def _make_batch(model, simulator, spec: _Spec):
         records = {}
         if simulator is None:
             for i, k in enumerate(latent):
-                records[k] = leading(k, tr[k]["fn"].sample(random.fold_in(k_rec, i)), size)
+                draw = fast_distribution(tr[k]["fn"]).sample(random.fold_in(k_rec, i))
+                records[k] = leading(k, draw, size)
             log_eta = 0.0
             for n, info in infos.items():
                 mine = {k: records[k] for k in info.record_sites if k in records}

@@ -46,6 +46,7 @@ from .noncentred import (
     representable,
 )
 from .record_sweep import accept_records, record_sweep
+from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
 
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta"]
@@ -378,8 +379,9 @@ class DataAugmentationKernel(PerChainKernel):
         return remembered((settings, data), decide)
 
     def _simulate(self, rng_key, theta, model_args, model_kwargs):
-        """One vectorised model call: fresh records x* ~ f(·|θ) for every record slot."""
-        tr, _ = simulate(rng_key, self._model, (), model_args, model_kwargs, data=theta)
+        """One vectorised model call: fresh records x* ~ f(·|θ) for every record slot (Gamma, Dirichlet,
+        Beta and Poisson records by the whole-array samplers: jax.random's draw a key per element)."""
+        tr, _ = simulate(rng_key, fast_sampling(self._model), (), model_args, model_kwargs, data=theta)
         return {k: tr[k]["value"] for k in self._spec.latent_records}
 
     def _observed(self, given, records, model_args, model_kwargs):

@@ -1,0 +1,256 @@
+"""Exact Gamma, Dirichlet, Beta and Poisson samplers that run as whole-array rounds, for the engines'
+batched proposals.
+
+``jax.random.gamma`` splits a key per element and runs a vmapped rejection ``while_loop`` per element:
+measured on a 2-core CPU at 1.2 M draws/s against 110 M/s for ``jax.random.normal``, so Gamma-based
+priors and Dirichlet records dominated exact ABC and the Dirichlet record sweeps. Here one key draws a
+round of candidates for the whole array (Marsaglia & Tsang 2000 for the Gamma; inversion by sequential
+search for a Poisson rate below 10, Hörmann's transformed rejection above) and the elements a round
+leaves unfinished are redrawn in later rounds on a small gathered buffer. Every element keeps the first
+accepted candidate of its own i.i.d. sequence, so the laws are exactly those of the rejection samplers;
+the draws differ from ``jax.random``'s (same key → same draws still holds).
+
+``fast_sampling`` is the NumPyro handler that swaps a model's ``Gamma``, ``Dirichlet``, ``Beta`` and
+``Poisson`` sites (also when a plate expanded them) for these; log densities are unchanged.
+"""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpyro.distributions as dist
+from jax import lax, random
+from numpyro.primitives import Messenger
+
+REDRAW_FRACTION = 16  # later rounds work on a buffer of 1/16 of the array (all of it if more are left)
+POISSON_INVERSION_MAX_RATE = 10.0  # as jax.random.poisson: below, inversion; above, its rejection
+POISSON_FALLBACK_FRACTION = 256  # jax.random.poisson for the (float-tail) capped searches
+POISSON_WHOLE_ROUNDS = 12  # search steps over the whole array before the rest is gathered
+POISSON_INVERSION_MAX_K = 80  # P(Pois(10) > 80) < 1e-40; an element still searching there falls back
+
+
+def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4):
+    """Repeat ``draw(key, idx) -> (ok, value)`` on the elements not yet ``ok`` until all are: each round
+    gathers up to ``n // fraction`` of them (more rounds when more are left), has its own key and offers
+    each element ``tries`` candidates, keeping its first accepted one. Finding the elements costs a
+    scan of the whole array (~8 ns per element on CPU), hence several tries per round. No
+    ``lax.cond``: under ``vmap`` both of its branches would run."""
+    n = ok.size
+    m = max(1, n // fraction)
+
+    def body(carry):
+        i, ok, value = carry
+        (idx,) = jnp.nonzero(~ok, size=m, fill_value=n)  # n: an out-of-range slot, dropped
+        got, v = draw(random.fold_in(key, i), jnp.tile(jnp.minimum(idx, n - 1), tries))
+        got, v = got.reshape(tries, m), v.reshape(tries, m)
+        first = jnp.argmax(got, axis=0)
+        v = jnp.take_along_axis(v, first[None], axis=0)[0]
+        got = jnp.any(got, axis=0) & (idx < n)
+        ok = ok.at[idx].set(got | ok.at[idx].get(mode="fill", fill_value=True), mode="drop")
+        old = value.at[idx].get(mode="fill", fill_value=0)
+        value = value.at[idx].set(jnp.where(got, v.astype(value.dtype), old), mode="drop")
+        return i + 1, ok, value
+
+    return lax.while_loop(lambda c: ~jnp.all(c[1]), body, (0, ok, value))[2]
+
+
+@partial(jax.jit, static_argnames="shape")
+def log_gamma(key, concentration, shape=None):
+    """log X for X ~ Gamma(concentration, 1), of the given shape (default: the concentration's).
+
+    The log scale keeps tiny concentrations (a Dirichlet part with α ≪ 1) from underflowing to 0.
+
+    >>> import jax, jax.numpy as jnp
+    >>> x = jnp.exp(log_gamma(jax.random.key(0), 2.0, (100_000,)))
+    >>> bool(abs(x.mean() - 2.0) < 0.03)
+    True
+    """
+    dtype = jnp.result_type(concentration, float)
+    shape = jnp.shape(concentration) if shape is None else tuple(shape)
+    a = jnp.broadcast_to(jnp.asarray(concentration, dtype), shape).reshape(-1)
+    n = a.size
+    if n == 0:
+        return jnp.zeros(shape, dtype)
+    boost = a < 1  # Gamma(a) = Gamma(a + 1) · U^(1/a)
+    d = jnp.where(boost, a + 1, a) - 1 / 3
+    c = 1 / jnp.sqrt(9 * d)
+    k_rounds, k_boost = random.split(key)
+
+    def draw(k, idx):
+        kx, ku = random.split(k)
+        di, ci, size = (d, c, n) if idx is None else (d[idx], c[idx], idx.size)
+        x = random.normal(kx, (size,), dtype)
+        u = random.uniform(ku, (size,), dtype)
+        v = 1 + ci * x
+        v3 = v * v * v
+        log_v3 = 3 * jnp.log(jnp.where(v > 0, v, 1))
+        x2 = x * x
+        ok = (v > 0) & ((u < 1 - 0.0331 * x2 * x2) | (jnp.log(u) < 0.5 * x2 + di * (1 - v3 + log_v3)))
+        return ok, jnp.log(di) + log_v3
+
+    ok, out = draw(random.fold_in(k_rounds, 0), None)  # round 0: every element, no gather
+    out = _redraw(random.fold_in(k_rounds, 1), ok, out, draw)
+    log_u = jnp.log1p(-random.uniform(k_boost, (n,), dtype))  # log of a uniform on (0, 1]
+    out = jnp.where(boost, out + log_u / a, out)
+    return jnp.where(a > 0, out, jnp.nan).reshape(shape)
+
+
+def gamma(key, concentration, shape=None):
+    """X ~ Gamma(concentration, 1), exact (Marsaglia–Tsang in whole-array rounds).
+
+    >>> import jax
+    >>> x = gamma(jax.random.key(0), 0.5, (100_000,))
+    >>> bool(abs(x.mean() - 0.5) < 0.01)
+    True
+    """
+    return jnp.exp(log_gamma(key, concentration, shape))
+
+
+def dirichlet(key, concentration, shape=()):
+    """Draws of shape ``shape + concentration.shape[-1:]`` from Dirichlet(concentration) (normalised
+    Gamma draws, on the log scale as ``jax.random.dirichlet``)."""
+    concentration = jnp.asarray(concentration)
+    full = tuple(shape) + concentration.shape[-1:]
+    full = jnp.broadcast_shapes(full, concentration.shape)
+    return jax.nn.softmax(log_gamma(key, concentration, full), axis=-1)
+
+
+def _ptrs_attempt(key, lam, dtype):
+    """One attempt of Hörmann's (1993) transformed rejection for Poisson(lam), lam ≥ 10 (the constants
+    of ``jax.random.poisson``): ``(accepted, k)``."""
+    k_u, k_v = random.split(key)
+    log_lam = jnp.log(lam)
+    b = 0.931 + 2.53 * jnp.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+    u = random.uniform(k_u, lam.shape, lam.dtype) - 0.5
+    v = random.uniform(k_v, lam.shape, lam.dtype)
+    us = 0.5 - jnp.abs(u)
+    k = jnp.floor((2 * a / us + b) * u + lam + 0.43)
+    s = jnp.log(v * inv_alpha / (a / (us * us) + b))
+    t = -lam + k * log_lam - lax.lgamma(k + 1)
+    reject = (k < 0) | ((us < 0.013) & (v > us))
+    return ((us >= 0.07) & (v <= v_r)) | (~reject & (s <= t)), k.astype(dtype)
+
+
+@partial(jax.jit, static_argnames=("shape", "dtype"))
+def poisson(key, rate, shape=None, dtype=jnp.int32):
+    """N ~ Poisson(rate): rates below 10 by inversion (one uniform per element; the search steps run
+    over the whole array for 12 steps, then over the few elements left, gathered), larger rates by
+    Hörmann's transformed rejection in gathered rounds.
+
+    >>> import jax
+    >>> x = poisson(jax.random.key(0), 3.0, (100_000,))
+    >>> bool(abs(x.mean() - 3.0) < 0.03)
+    True
+    """
+    ftype = jnp.result_type(rate, float)
+    shape = jnp.shape(rate) if shape is None else tuple(shape)
+    lam = jnp.broadcast_to(jnp.asarray(rate, ftype), shape).reshape(-1)
+    n = lam.size
+    if n == 0:
+        return jnp.zeros(shape, dtype)
+    k_inv, k_more, k_large, k_rest = random.split(key, 4)
+    small = lam < POISSON_INVERSION_MAX_RATE
+    u = random.uniform(k_inv, (n,), ftype)
+
+    def search(u, lam, k, p, cdf, rounds):
+        """Inversion by sequential search from (k, p = P(k), cdf = P(≤ k)) for up to ``rounds`` steps
+        (or until every element has its count)."""
+
+        def body(c):
+            i, k, p, cdf = c
+            go = u > cdf
+            k = k + go
+            p = jnp.where(go, p * lam / k, p)
+            return i + 1, k, p, jnp.where(go, cdf + p, cdf)
+
+        cond = lambda c: (c[0] < rounds) & jnp.any(u > c[3])
+        return lax.while_loop(cond, body, (0, k, p, cdf))[1:]
+
+    # whole-array rounds while most elements are still searching, then the few left in gathered buffers
+    p = jnp.exp(-jnp.where(small, lam, 0))  # large rates: cdf 1, no search
+    k, p, cdf = search(u, lam, jnp.zeros(n, dtype), p, p, POISSON_WHOLE_ROUNDS)
+
+    def more(key, idx):
+        found = search(u[idx], lam[idx], k[idx], p[idx], cdf[idx], POISSON_INVERSION_MAX_K)
+        return jnp.ones(idx.shape, bool), jnp.where(u[idx] <= found[2], found[0], -1)
+
+    k = _redraw(k_more, ~small | (u <= cdf), k, more, tries=1)  # -1: hit the cap
+    # large rates: Hörmann's transformed rejection (as jax.random.poisson), in gathered rounds
+    large = ~small & ~jnp.isnan(lam)
+    ptrs = lambda key, idx: _ptrs_attempt(key, jnp.maximum(lam[idx], POISSON_INVERSION_MAX_RATE), dtype)
+    k = _redraw(k_large, ~large, k, ptrs)
+    # a search that hit the cap (only in the float tail: u above the float cdf) and NaN rates
+    done = large | (k >= 0)
+    draw = lambda key, idx: (jnp.ones(idx.shape, bool), random.poisson(key, lam[idx], dtype=dtype))
+    k = _redraw(k_rest, done, k, draw, POISSON_FALLBACK_FRACTION, tries=1)
+    return k.reshape(shape)
+
+
+# --- NumPyro distributions and the handler ---------------------------------------------------------
+
+
+class _Gamma(dist.Gamma):
+    def sample(self, key, sample_shape=()):
+        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
+        return gamma(key, self.concentration, shape) / self.rate
+
+
+class _Dirichlet(dist.Dirichlet):
+    def sample(self, key, sample_shape=()):
+        x = dirichlet(key, self.concentration, tuple(sample_shape) + self.batch_shape)
+        return jnp.clip(x, jnp.finfo(x.dtype).tiny, 1 - jnp.finfo(x.dtype).eps)  # as numpyro's
+
+
+class _Beta(dist.Beta):
+    def sample(self, key, sample_shape=()):
+        return _Dirichlet(self._dirichlet.concentration).sample(key, sample_shape)[..., 0]
+
+
+class _Poisson(dist.Poisson):
+    def sample(self, key, sample_shape=()):
+        return poisson(key, self.rate, tuple(sample_shape) + self.batch_shape)
+
+
+def fast_distribution(fn):
+    """``fn`` with the samplers above where it is (or expands, or reinterprets) a Gamma, Dirichlet, Beta
+    or Poisson; any other distribution is returned as it is."""
+    t = type(fn)
+    if t is dist.Gamma:
+        return _Gamma(fn.concentration, fn.rate)
+    if t is dist.Dirichlet:
+        return _Dirichlet(fn.concentration)
+    if t is dist.Beta:
+        return _Beta(fn.concentration1, fn.concentration0)
+    if t is dist.Poisson and not fn.is_sparse:
+        return _Poisson(fn.rate)
+    if t is dist.ExpandedDistribution:
+        base = fast_distribution(fn.base_dist)
+        return fn if base is fn.base_dist else dist.ExpandedDistribution(base, fn.batch_shape)
+    if t is dist.Independent:
+        base = fast_distribution(fn.base_dist)
+        return fn if base is fn.base_dist else dist.Independent(base, fn.reinterpreted_batch_ndims)
+    return fn
+
+
+class fast_sampling(Messenger):
+    """Draw the model's Gamma, Dirichlet, Beta and Poisson sites with this module's samplers (same laws,
+    same log densities; different draws from ``jax.random``'s).
+
+    >>> import jax, numpyro, numpyro.distributions as dist
+    >>> from numpyro import handlers
+    >>> def model():
+    ...     numpyro.sample("x", dist.Gamma(2.0, 1.0))
+    >>> tr = handlers.trace(handlers.seed(fast_sampling(model), 0)).get_trace()
+    >>> type(tr["x"]["fn"]).__name__
+    '_Gamma'
+    """
+
+    def process_message(self, msg):
+        if msg["type"] == "sample" and not msg["is_observed"] and msg["value"] is None:
+            msg["fn"] = fast_distribution(msg["fn"])
+
+
+__all__ = ["dirichlet", "fast_distribution", "fast_sampling", "gamma", "log_gamma", "poisson"]

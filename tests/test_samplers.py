@@ -1,0 +1,147 @@
+"""dpjax.infer.samplers: the whole-array-round samplers have exactly the Gamma, Dirichlet, Beta and
+Poisson laws (KS and χ² tests against scipy, moment z-tests), including the redraw rounds and the
+fallback to jax.random.poisson; the handler swaps sites without changing their log densities."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro import handlers
+from scipy import special, stats
+
+from dpjax.infer import samplers
+
+N = 200_000
+P_MIN = 1e-4  # the KS/χ² p-value below which a law is rejected (several tests, fixed seeds)
+
+
+@pytest.mark.parametrize("a", [0.05, 0.5, 1.0, 2.5, 40.0])
+def test_gamma_law(a):
+    # on the log scale (a float32 Gamma(0.05) draw underflows to 0 with probability 1 %)
+    lx = np.asarray(samplers.log_gamma(jax.random.key(1), a, (N,)), np.float64)
+    assert stats.kstest(lx, lambda y: stats.gamma(a).cdf(np.exp(y))).pvalue > P_MIN
+    x = np.asarray(samplers.gamma(jax.random.key(1), a, (N,)), np.float64)
+    np.testing.assert_allclose(x, np.exp(lx), rtol=1e-5, atol=1e-37)
+    z = (x.mean() - a) / np.sqrt(a / N)
+    assert abs(z) < 4
+
+
+def test_gamma_broadcasts_concentrations_and_scales():
+    a = jnp.array([0.3, 3.0, 30.0])
+    x = np.asarray(samplers.gamma(jax.random.key(2), a, (N // 4, 3)), np.float64)
+    for j, aj in enumerate(np.asarray(a)):
+        assert stats.kstest(x[:, j], stats.gamma(float(aj)).cdf).pvalue > P_MIN
+
+
+def test_log_gamma_tiny_concentration_has_the_exact_log_mean():
+    # E log X = ψ(a), Var log X = ψ'(a); X itself underflows float32 at a = 0.01
+    a = 0.01
+    lx = np.asarray(samplers.log_gamma(jax.random.key(3), a, (N,)), np.float64)
+    assert np.all(np.isfinite(lx))
+    z = (lx.mean() - special.digamma(a)) / np.sqrt(special.polygamma(1, a) / N)
+    assert abs(z) < 4
+
+
+def test_redraw_rounds_keep_the_first_accepted_candidate():
+    # a draw that accepts 30 %: round 0 leaves ~70 % (more than the buffer), so several gathered rounds
+    # run; accepted values u / 0.3 of u < 0.3 are uniform on [0, 1)
+    def draw(key, idx):
+        size = 1000 if idx is None else idx.size
+        u = jax.random.uniform(key, (size,))
+        return u < 0.3, u / 0.3
+
+    ok, v = draw(jax.random.key(4), None)
+    out = np.asarray(samplers._redraw(jax.random.key(5), ok, v, draw))
+    assert stats.kstest(out, "uniform").pvalue > P_MIN
+    assert out.min() >= 0 and out.max() < 1
+
+
+def poisson_chi2_pvalue(k, rate):
+    """χ² goodness of fit of counts ``k`` to Poisson(rate), cells with < 5 expected pooled."""
+    support = np.arange(int(rate + 8 * np.sqrt(rate) + 10))
+    pmf = stats.poisson(rate).pmf(support)
+    keep = pmf * k.size > 5
+    observed = np.bincount(k, minlength=support.size)[: support.size][keep]
+    observed = np.r_[observed, k.size - observed.sum()]
+    expected = np.r_[pmf[keep], 1 - pmf[keep].sum()] * k.size
+    return stats.chisquare(observed, expected).pvalue
+
+
+@pytest.mark.parametrize("rate", [0.05, 2.0, 9.9, 10.0, 60.0])
+def test_poisson_law(rate):
+    k = np.asarray(samplers.poisson(jax.random.key(6), rate, (N,)))
+    assert k.dtype == np.int32 and k.min() >= 0
+    assert poisson_chi2_pvalue(k, rate) > P_MIN
+
+
+def test_poisson_mixed_rates_use_both_paths():
+    # rates below and above 10 in one array (inversion and the gathered jax.random.poisson), and 0
+    rate = jnp.tile(jnp.array([0.0, 1.5, 25.0, 400.0]), N // 8)
+    k = np.asarray(samplers.poisson(jax.random.key(7), rate)).reshape(-1, 4)
+    assert np.all(k[:, 0] == 0)
+    for j, r in enumerate([1.5, 25.0, 400.0], start=1):
+        assert poisson_chi2_pvalue(k[:, j], r) > P_MIN, r
+
+
+def test_poisson_matches_gamma_poisson_mixture():
+    # the exact-ABC example: s ~ Pois(θ), θ ~ Gamma(2, 1) is negative binomial (r = 2, p = 1/2)
+    key = jax.random.key(8)
+    theta = samplers.gamma(jax.random.fold_in(key, 0), 2.0, (N,))
+    s = np.asarray(samplers.poisson(jax.random.fold_in(key, 1), theta))
+    support = np.arange(25)
+    pmf = stats.nbinom(2, 0.5).pmf(support)
+    observed = np.r_[np.bincount(s, minlength=25)[:25], (s >= 25).sum()]
+    expected = np.r_[pmf, 1 - pmf.sum()] * N
+    assert stats.chisquare(observed, expected).pvalue > P_MIN
+
+
+def test_dirichlet_and_beta_moments():
+    alpha = np.array([0.2, 1.0, 4.0])
+    x = np.asarray(samplers.dirichlet(jax.random.key(9), jnp.asarray(alpha), (N,)), np.float64)
+    assert x.shape == (N, 3) and np.allclose(x.sum(1), 1, atol=1e-5)
+    a0 = alpha.sum()
+    mean, var = alpha / a0, alpha * (a0 - alpha) / (a0**2 * (a0 + 1))
+    z = (x.mean(0) - mean) / np.sqrt(var / N)
+    assert np.all(np.abs(z) < 4), z
+    b = np.asarray(samplers._Beta(2.0, 5.0).sample(jax.random.key(10), (N,)), np.float64)
+    assert stats.kstest(b, stats.beta(2, 5).cdf).pvalue > P_MIN
+
+
+def test_same_key_same_draws_and_shapes():
+    key = jax.random.key(11)
+    a = samplers.gamma(key, jnp.array([1.0, 2.0]), (5, 2))
+    assert a.shape == (5, 2)
+    assert np.array_equal(a, samplers.gamma(key, jnp.array([1.0, 2.0]), (5, 2)))
+    assert samplers.poisson(key, 3.0, (0,)).shape == (0,)
+    assert samplers.gamma(key, 1.0, ()).shape == ()
+
+
+def test_vmapped_draws_are_each_keys_draws():
+    keys = jax.random.split(jax.random.key(12), 3)
+    batched = jax.vmap(lambda k: samplers.poisson(k, samplers.gamma(k, 2.0, (50,))))(keys)
+    for i in range(3):
+        one = samplers.poisson(keys[i], samplers.gamma(keys[i], 2.0, (50,)))
+        assert np.array_equal(batched[i], one)
+
+
+def test_fast_sampling_swaps_sites_and_keeps_log_densities():
+    def model():
+        a = numpyro.sample("a", dist.Gamma(2.0, 3.0))
+        with numpyro.plate("rows", 4):
+            numpyro.sample("x", dist.Dirichlet(jnp.ones(3) * a))
+            numpyro.sample("b", dist.Beta(a, 2.0))
+            numpyro.sample("k", dist.Poisson(a))
+        numpyro.sample("y", dist.Normal(0.0, 1.0))
+
+    tr = handlers.trace(handlers.seed(samplers.fast_sampling(model), 0)).get_trace()
+    values = {k: tr[k]["value"] for k in ["a", "x", "b", "k", "y"]}
+    plain = handlers.trace(handlers.condition(model, data=values)).get_trace()
+    names = {k: type(s["fn"]).__name__ for k, s in tr.items()}
+    assert names["a"] == "_Gamma" and names["y"] == "Normal"
+    for k in ["x", "b", "k"]:
+        base = tr[k]["fn"].base_dist if isinstance(tr[k]["fn"], dist.ExpandedDistribution) else tr[k]["fn"]
+        assert type(base).__name__.startswith("_"), (k, type(base))
+    for k, v in values.items():
+        np.testing.assert_allclose(tr[k]["fn"].log_prob(v), plain[k]["fn"].log_prob(v), rtol=1e-6)
