@@ -3,8 +3,15 @@ separate devices (pyproject turns NumPyro's "not enough devices" fallback warnin
 and the ``x64`` marker, put here on the tests listed in ``X64_TESTS``."""
 
 import os
+from pathlib import Path
 
 import pytest
+
+# One persistent XLA compilation cache per checkout, shared by the xdist workers and test_reproduce's
+# subprocesses: a program that several tests build afresh (each its own MCMC object) compiles once,
+# about 10 % of the suite's CPU time. A test-session setting only: the library never sets JAX config.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parent / ".jax_cache"))
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**30))
 
 _FLAG = "--xla_force_host_platform_device_count=4"
 if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
