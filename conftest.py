@@ -10,8 +10,8 @@ import pytest
 # One persistent XLA compilation cache per checkout, shared by the xdist workers and test_reproduce's
 # subprocesses: a program that several tests build afresh (each its own MCMC object) compiles once,
 # about 10 % of the suite's CPU time. A test-session setting only: the library never sets JAX config.
+# Unbounded (a size limit needs the `filelock` package); delete `.jax_cache/` to reclaim the space.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parent / ".jax_cache"))
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**30))
 
 _FLAG = "--xla_force_host_platform_device_count=4"
 if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):

@@ -1,12 +1,14 @@
 import re
 from pathlib import Path
 
+import numpy as np
+
 
 def test_readme_examples_run():
     """Every python block of the README, in order, in one namespace."""
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     namespace = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)
     assert namespace["mcmc"].get_samples()["p"].shape == (2000,)
@@ -20,3 +22,8 @@ def test_readme_examples_run():
     assert study["p_covered"].sum() >= 30
     means = study.groupby("p_true")["p_mean"].mean()
     assert abs(means[0.2] - 0.2) < 0.08 and abs(means[0.5] - 0.5) < 0.08
+    exec(compile(blocks[3], "README.md", "exec"), namespace)
+    boots, alpha = namespace["boots"], np.asarray(namespace["post"].get_samples()["alpha"])
+    truth = np.array([2.2, 3.3, 4.4])
+    assert np.all((boots.lower < truth) & (truth < boots.upper))
+    assert alpha.shape == (300, 3) and np.all(np.abs(alpha.mean(0) / truth - 1) < 0.5)
