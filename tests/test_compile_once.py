@@ -154,7 +154,13 @@ def test_the_cache_is_bounded(monkeypatch):
     for _ in range(2):
         model, _ = counting_model()  # a new model each time: a new key
         exact_abc(
-            jax.random.key(0), model, RELEASES[0], num_samples=2, batch_size=50, vectorize=False, progress_bar=False
+            jax.random.key(0),
+            model,
+            RELEASES[0],
+            num_samples=2,
+            batch_size=50,
+            vectorize=False,
+            progress_bar=False,
         )
         assert len(abc._CACHE) == 1
 

@@ -641,6 +641,14 @@ def dp_remcmc(
     up to n₂/b times its sensitivity, so the record acceptance is bounded below only by
     e^{−ε₁ n₂ / b}. Returns the MCMC object.
 
+    **Caution: large α.** Integrating the records out of model (5) leaves Z(α)^b (see
+    :func:`dirichlet_replicates`), which by Stirling grows like t^{b(d−1)(k−1)/2}, k = n₂/b, along
+    every ray α = t·u. Only the release (its η needs the b records spread as the data are, which a
+    large α forbids) and the prior's tail hold α back, so with a weak release (small ε₁) and a
+    heavy-tailed prior the α-marginal of model (5) itself sits at large α (runs with α in the hundreds
+    have been seen), and DPreMCMC then differs from DPMCMC by construction: compare the two, as the
+    seed recommends for DPreMCMCp4 and DPABCp5.
+
     >>> import jax, jax.numpy as jnp
     >>> m = dp_remcmc(  # doctest: +SKIP
     ...     jax.random.key(0), jnp.array([-1.6, -1.1, -0.9]), b=5, n2=100, a=0.01, epsilon1=1.0,
