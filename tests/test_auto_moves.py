@@ -116,7 +116,10 @@ def test_pilot_moves_compares_ess_per_second():
         )
 
     states = jnp.zeros(4)
-    slow_plain = pilot_moves(fake(0.95, 0.0), states, 5)  # equal cost: ESS decides
-    assert slow_plain.num_moves == 5 and slow_plain.speedup > 10, slow_plain
+    # equal cost: the ESS ratio decides. The measured times are the machine's (CI saw a 7× spread
+    # between two identical stages while another worker compiled), so the ESS gain is asserted
+    # sharply and the timed speed-up only on the side of the decision.
+    slow_plain = pilot_moves(fake(0.95, 0.0), states, 5)
+    assert slow_plain.num_moves == 5 and slow_plain.gain_per_draw > 10 and slow_plain.speedup > 1, slow_plain
     slow_moves = pilot_moves(fake(0.0, 0.95), states, 5)
-    assert slow_moves.num_moves == 0 and slow_moves.speedup < 0.2, slow_moves
+    assert slow_moves.num_moves == 0 and slow_moves.gain_per_draw < 0.1 and slow_moves.speedup < 1, slow_moves
