@@ -145,3 +145,11 @@ def test_fast_sampling_swaps_sites_and_keeps_log_densities():
         assert type(base).__name__.startswith("_"), (k, type(base))
     for k, v in values.items():
         np.testing.assert_allclose(tr[k]["fn"].log_prob(v), plain[k]["fn"].log_prob(v), rtol=1e-6)
+
+
+def test_nan_rate_gives_jax_randoms_impossible_count_not_a_plausible_one():
+    # a NaN rate must not come back as a count (the inversion path once returned 0): it goes to
+    # jax.random.poisson, which gives -1
+    k = samplers.poisson(jax.random.key(13), jnp.array([jnp.nan, 2.0, 50.0]))
+    assert int(k[0]) == int(jax.random.poisson(jax.random.key(0), jnp.nan)) == -1
+    assert int(k[1]) >= 0 and int(k[2]) >= 0

@@ -45,13 +45,18 @@ def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4):
         got, v = got.reshape(tries, m), v.reshape(tries, m)
         first = jnp.argmax(got, axis=0)
         v = jnp.take_along_axis(v, first[None], axis=0)[0]
-        got = jnp.any(got, axis=0) & (idx < n)
-        ok = ok.at[idx].set(got | ok.at[idx].get(mode="fill", fill_value=True), mode="drop")
-        old = value.at[idx].get(mode="fill", fill_value=0)
-        value = value.at[idx].set(jnp.where(got, v.astype(value.dtype), old), mode="drop")
-        return i + 1, ok, value
+        # the gathered slots are all unfinished, and an unfinished slot's value is never kept, so both
+        # are written as they stand (idx = n, the padding, is dropped)
+        ok = ok.at[idx].set(jnp.any(got, axis=0), mode="drop")
+        return i + 1, ok, value.at[idx].set(v.astype(value.dtype), mode="drop")
 
     return lax.while_loop(lambda c: ~jnp.all(c[1]), body, (0, ok, value))[2]
+
+
+def _flat(param, shape, dtype):
+    """``(param broadcast to shape, flattened, as dtype; the shape)``, shape defaulting to param's."""
+    shape = jnp.shape(param) if shape is None else tuple(shape)
+    return jnp.broadcast_to(jnp.asarray(param, dtype), shape).reshape(-1), shape
 
 
 @partial(jax.jit, static_argnames="shape")
@@ -66,8 +71,7 @@ def log_gamma(key, concentration, shape=None):
     True
     """
     dtype = jnp.result_type(concentration, float)
-    shape = jnp.shape(concentration) if shape is None else tuple(shape)
-    a = jnp.broadcast_to(jnp.asarray(concentration, dtype), shape).reshape(-1)
+    a, shape = _flat(concentration, shape, dtype)
     n = a.size
     if n == 0:
         return jnp.zeros(shape, dtype)
@@ -146,8 +150,7 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
     True
     """
     ftype = jnp.result_type(rate, float)
-    shape = jnp.shape(rate) if shape is None else tuple(shape)
-    lam = jnp.broadcast_to(jnp.asarray(rate, ftype), shape).reshape(-1)
+    lam, shape = _flat(rate, shape, ftype)
     n = lam.size
     if n == 0:
         return jnp.zeros(shape, dtype)
@@ -183,7 +186,7 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
     ptrs = lambda key, idx: _ptrs_attempt(key, jnp.maximum(lam[idx], POISSON_INVERSION_MAX_RATE), dtype)
     k = _redraw(k_large, ~large, k, ptrs)
     # a search that hit the cap (only in the float tail: u above the float cdf) and NaN rates
-    done = large | (k >= 0)
+    done = large | (small & (k >= 0))
     draw = lambda key, idx: (jnp.ones(idx.shape, bool), random.poisson(key, lam[idx], dtype=dtype))
     k = _redraw(k_rest, done, k, draw, POISSON_FALLBACK_FRACTION, tries=1)
     return k.reshape(shape)
