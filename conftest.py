@@ -13,9 +13,15 @@ import pytest
 # Unbounded (a size limit needs the `filelock` package); delete `.jax_cache/` to reclaim the space.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parent / ".jax_cache"))
 
-_FLAG = "--xla_force_host_platform_device_count=4"
-if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
+# XLA's CPU backend with LLVM's cheap passes only: the suite is mostly compilation (hundreds of small
+# programs, each run briefly), and this cuts its time by more than a third (the whole suite on 2 cores
+# with a cold compilation cache: 21.7 → 13.3 min). A test-session setting only, like the cache.
+# XLA's own graph optimizations are unchanged; only LLVM's code generation is cheaper (slower programs).
+FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true")
+DEVICES_FLAG = "--xla_force_host_platform_device_count=4"
+for _flag in (*FAST_COMPILE_FLAGS, DEVICES_FLAG):
+    if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_flag}".strip()
 
 # The CI's second run, `JAX_ENABLE_X64=1 pytest -m x64` (about 1.5 min): the tests whose answers
 # depend on the float width, fast enough to run twice. Entries are node ids: a file (all its tests),

@@ -47,12 +47,12 @@ def test_log_gamma_tiny_concentration_has_the_exact_log_mean():
 def test_redraw_rounds_keep_the_first_accepted_candidate():
     # a draw that accepts 30 %: round 0 leaves ~70 % (more than the buffer), so several gathered rounds
     # run; accepted values u / 0.3 of u < 0.3 are uniform on [0, 1)
-    def draw(key, idx):
-        size = 1000 if idx is None else idx.size
-        u = jax.random.uniform(key, (size,))
+    def draw(key, idx, tries):
+        size = (1000,) if idx is None else (tries, idx.size)
+        u = jax.random.uniform(key, size)
         return u < 0.3, u / 0.3
 
-    ok, v = draw(jax.random.key(4), None)
+    ok, v = draw(jax.random.key(4), None, 1)
     out = np.asarray(samplers._redraw(jax.random.key(5), ok, v, draw))
     assert stats.kstest(out, "uniform").pvalue > P_MIN
     assert out.min() >= 0 and out.max() < 1

@@ -22,7 +22,7 @@ import numpyro.distributions as dist
 from jax import lax, random
 from numpyro.primitives import Messenger
 
-REDRAW_FRACTION = 16  # later rounds work on a buffer of 1/16 of the array (all of it if more are left)
+REDRAW_FRACTION = 16  # later rounds work on a buffer of 1/16 of the array (or 1/512 when that holds all left)
 POISSON_INVERSION_MAX_RATE = 10.0  # as jax.random.poisson: below, inversion; above, its rejection
 POISSON_FALLBACK_FRACTION = 256  # jax.random.poisson for the (float-tail) capped searches
 POISSON_WHOLE_ROUNDS = 12  # search steps over the whole array before the rest is gathered
@@ -30,25 +30,36 @@ POISSON_INVERSION_MAX_K = 80  # P(Pois(10) > 80) < 1e-40; an element still searc
 
 
 def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4):
-    """Repeat ``draw(key, idx) -> (ok, value)`` on the elements not yet ``ok`` until all are: each round
-    gathers up to ``n // fraction`` of them (more rounds when more are left), has its own key and offers
-    each element ``tries`` candidates, keeping its first accepted one. Finding the elements costs a
-    scan of the whole array (~8 ns per element on CPU), hence several tries per round. No
-    ``lax.cond``: under ``vmap`` both of its branches would run."""
+    """Repeat ``draw(key, idx, tries) -> (ok, value)``, each of shape ``(tries, idx.size)`` (or
+    ``(idx.size,)`` for a draw that is the same every try), on the elements not yet ``ok`` until all
+    are: each round
+    gathers up to ``n // fraction`` of them (more rounds when more are left; a buffer 32 times smaller
+    when that holds them all), has its own key and offers each element ``tries`` candidates, keeping its
+    first accepted one. Finding the elements costs a scan of the whole array (~5 ns per element on
+    CPU), hence several tries per round. Under ``vmap`` the ``lax.cond`` runs both buffer sizes, the
+    small one at a 32nd of the cost."""
     n = ok.size
-    m = max(1, n // fraction)
+    big = max(1, n // fraction)
+    small = max(1, big // 32)
+
+    def gathered(m):
+        def run(i, ok, value):
+            (idx,) = jnp.nonzero(~ok, size=m, fill_value=n)  # n: an out-of-range slot, dropped
+            got, v = draw(random.fold_in(key, i), jnp.minimum(idx, n - 1), tries)
+            got, v = jnp.broadcast_to(got, (tries, m)), jnp.broadcast_to(v, (tries, m))
+            first = jnp.argmax(got, axis=0)
+            v = jnp.take_along_axis(v, first[None], axis=0)[0]
+            # the gathered slots are all unfinished, and an unfinished slot's value is never kept, so
+            # both are written as they stand (idx = n, the padding, is dropped)
+            ok = ok.at[idx].set(jnp.any(got, axis=0), mode="drop")
+            return ok, value.at[idx].set(v.astype(value.dtype), mode="drop")
+
+        return run
 
     def body(carry):
         i, ok, value = carry
-        (idx,) = jnp.nonzero(~ok, size=m, fill_value=n)  # n: an out-of-range slot, dropped
-        got, v = draw(random.fold_in(key, i), jnp.tile(jnp.minimum(idx, n - 1), tries))
-        got, v = got.reshape(tries, m), v.reshape(tries, m)
-        first = jnp.argmax(got, axis=0)
-        v = jnp.take_along_axis(v, first[None], axis=0)[0]
-        # the gathered slots are all unfinished, and an unfinished slot's value is never kept, so both
-        # are written as they stand (idx = n, the padding, is dropped)
-        ok = ok.at[idx].set(jnp.any(got, axis=0), mode="drop")
-        return i + 1, ok, value.at[idx].set(v.astype(value.dtype), mode="drop")
+        few = jnp.sum(~ok) <= small
+        return i + 1, *lax.cond(few, gathered(small), gathered(big), i, ok, value)
 
     return lax.while_loop(lambda c: ~jnp.all(c[1]), body, (0, ok, value))[2]
 
@@ -78,24 +89,25 @@ def log_gamma(key, concentration, shape=None):
     boost = a < 1  # Gamma(a) = Gamma(a + 1) · U^(1/a)
     d = jnp.where(boost, a + 1, a) - 1 / 3
     c = 1 / jnp.sqrt(9 * d)
-    k_rounds, k_boost = random.split(key)
+    inv_a = jnp.where(boost, 1 / a, 0)
 
-    def draw(k, idx):
+    def draw(k, idx, tries):
         kx, ku = random.split(k)
-        di, ci, size = (d, c, n) if idx is None else (d[idx], c[idx], idx.size)
-        x = random.normal(kx, (size,), dtype)
-        u = random.uniform(ku, (size,), dtype)
+        if idx is None:  # round 0: the whole array, one try
+            ia, di, ci, size = inv_a, d, c, (n,)
+        else:
+            ia, di, ci, size = inv_a[idx], d[idx], c[idx], (tries, idx.size)
+        x = random.normal(kx, size, dtype)
+        log_u = jnp.log1p(-random.uniform(ku, size, dtype))  # log of a uniform on (0, 1]
         v = 1 + ci * x
-        v3 = v * v * v
         log_v3 = 3 * jnp.log(jnp.where(v > 0, v, 1))
-        x2 = x * x
-        ok = (v > 0) & ((u < 1 - 0.0331 * x2 * x2) | (jnp.log(u) < 0.5 * x2 + di * (1 - v3 + log_v3)))
-        return ok, jnp.log(di) + log_v3
+        log_h = 0.5 * x * x + di * (1 - v * v * v + log_v3)  # log P(accept | x), ≤ 0
+        ok = (v > 0) & (log_u < log_h)
+        # given x and acceptance, u is uniform on (0, h(x)): u / h(x) is the boost's uniform, for free
+        return ok, jnp.log(di) + log_v3 + (log_u - log_h) * ia
 
-    ok, out = draw(random.fold_in(k_rounds, 0), None)  # round 0: every element, no gather
-    out = _redraw(random.fold_in(k_rounds, 1), ok, out, draw)
-    log_u = jnp.log1p(-random.uniform(k_boost, (n,), dtype))  # log of a uniform on (0, 1]
-    out = jnp.where(boost, out + log_u / a, out)
+    ok, out = draw(random.fold_in(key, 0), None, 1)  # round 0: every element, no gather
+    out = _redraw(random.fold_in(key, 1), ok, out, draw)
     return jnp.where(a > 0, out, jnp.nan).reshape(shape)
 
 
@@ -154,7 +166,7 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
     n = lam.size
     if n == 0:
         return jnp.zeros(shape, dtype)
-    k_inv, k_more, k_large, k_rest = random.split(key, 4)
+    k_inv, k_more, k_rest = random.split(key, 3)
     small = lam < POISSON_INVERSION_MAX_RATE
     u = random.uniform(k_inv, (n,), ftype)
 
@@ -174,20 +186,26 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
 
     # whole-array rounds while most elements are still searching, then the few left in gathered buffers
     p = jnp.exp(-jnp.where(small, lam, 0))  # large rates: cdf 1, no search
-    k, p, cdf = search(u, lam, jnp.zeros(n, dtype), p, p, POISSON_WHOLE_ROUNDS)
+    k, cdf = jnp.zeros(n, dtype), p
+    for _ in range(POISSON_WHOLE_ROUNDS):  # unrolled: one fused pass over the array, not 12
+        go = u > cdf
+        k = k + go
+        p = jnp.where(go, p * lam / k, p)
+        cdf = jnp.where(go, cdf + p, cdf)
+    k, p, cdf = lax.optimization_barrier((k, p, cdf))
 
-    def more(key, idx):
+    def rest(key, idx, tries):  # small rates: the search goes on (once); large: Hörmann's rejection
         found = search(u[idx], lam[idx], k[idx], p[idx], cdf[idx], POISSON_INVERSION_MAX_K)
-        return jnp.ones(idx.shape, bool), jnp.where(u[idx] <= found[2], found[0], -1)
+        lam_large = jnp.broadcast_to(jnp.maximum(lam[idx], POISSON_INVERSION_MAX_RATE), (tries, idx.size))
+        got, k_large = _ptrs_attempt(key, lam_large, dtype)
+        k_small = jnp.where(u[idx] <= found[2], found[0], -1)  # -1: hit the cap
+        return small[idx] | got, jnp.where(small[idx], k_small, k_large)
 
-    k = _redraw(k_more, ~small | (u <= cdf), k, more, tries=1)  # -1: hit the cap
-    # large rates: Hörmann's transformed rejection (as jax.random.poisson), in gathered rounds
+    k = _redraw(k_more, (small & (u <= cdf)) | jnp.isnan(lam), k, rest)
     large = ~small & ~jnp.isnan(lam)
-    ptrs = lambda key, idx: _ptrs_attempt(key, jnp.maximum(lam[idx], POISSON_INVERSION_MAX_RATE), dtype)
-    k = _redraw(k_large, ~large, k, ptrs)
     # a search that hit the cap (only in the float tail: u above the float cdf) and NaN rates
     done = large | (small & (k >= 0))
-    draw = lambda key, idx: (jnp.ones(idx.shape, bool), random.poisson(key, lam[idx], dtype=dtype))
+    draw = lambda key, idx, _: (jnp.ones(idx.shape, bool), random.poisson(key, lam[idx], dtype=dtype))
     k = _redraw(k_rest, done, k, draw, POISSON_FALLBACK_FRACTION, tries=1)
     return k.reshape(shape)
 
