@@ -223,3 +223,51 @@ def test_coupled_blocks_exact_posterior(block):
     (p1, p2), (q1, q2) = exact_coupled_moments(N, S_DP, EPS, Y, W)
     assert_moments(draws["p"], p1, p2)
     assert_moments(draws["q"], q1, q2)
+
+
+def size_and_q_model(capacity, s_dp, n_dp, y):
+    """Bernoulli(p) records in a records plate of unknown size n (flat prior on 1..capacity) behind a
+    Laplace count and a noisy n; q: Beta(2, 3) seen through public y."""
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    n = numpyro.sample("n", dist.DiscreteUniform(1, capacity))
+    q = numpyro.sample("q", dist.Beta(2.0, 3.0))
+    numpyro.sample("y", dist.Bernoulli(q).expand([y.shape[0]]).to_event(1), obs=y)
+    people = dpjax.records_plate("people", n, capacity)
+    with people:
+        x = numpyro.sample("x", dist.Bernoulli(p))
+    dpjax.privatized("count", COUNT, lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+    dpjax.privatized("n_dp", NOISY_N, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+
+
+COUNT = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+NOISY_N = dpjax.LaplaceMechanism(epsilon=0.2, sensitivity=1.0)
+
+
+def test_reversible_jump_block_of_gibbs_exact_posterior():
+    """The unknown-n kernel owns (p, n, x) in a Gibbs composite with NUTS on q: the posterior of p and
+    n against double enumeration, q's against its Beta posterior."""
+    from oracles import exact_unknown_n
+
+    cap, s_dp, n_dp = 50, 12.4, 27.3
+
+    def p_update(key, records, params):
+        active = jnp.arange(records["x"].shape[0]) < params["n"]
+        ones = jnp.sum(jnp.where(active, records["x"], 0))
+        return {"p": jax.random.beta(key, 2.0 + ones, 2.0 + params["n"] - ones)}
+
+    rj = dpjax.infer.ReversibleJumpKernel(size_and_q_model, theta_update=p_update, size_moves=30)
+    kernel = Gibbs([(rj, ["p", "n", "x"]), (NUTS(size_and_q_model), ["q"])])
+    mcmc = MCMC(
+        kernel, num_warmup=400, num_samples=3000, num_chains=2, chain_method="sequential", progress_bar=False
+    )
+    mcmc.run(jax.random.key(7), cap, jnp.array(s_dp), jnp.array(n_dp), Y)
+    draws = mcmc.get_samples(group_by_chain=True)
+    assert draws["x"].shape == (2, 3000, cap)  # the block owns the records buffer
+    flat = lambda m: 0.0 if 1 <= m <= cap else -np.inf
+    pmf, mean_p, second_p = exact_unknown_n(s_dp, n_dp, COUNT, NOISY_N, flat, cap)
+    assert_moments(draws["p"], mean_p, second_p)
+    support = np.arange(len(pmf))
+    assert_moments(np.asarray(draws["n"], float), pmf @ support, pmf @ support**2)
+    assert_moments(draws["q"], *exact_q_moments(Y))
+    copy = rj.wrap_model(lambda m: m)  # as Gibbs makes its blocks: the kernel's own settings kept
+    assert type(copy) is type(rj) and copy._size_moves == 30 and copy._theta_update is p_update

@@ -272,15 +272,18 @@ class DataAugmentationKernel(PerChainKernel):
         wrapped model too), as ``numpyro.infer.Gibbs`` makes its blocks. The copy stores the latent
         records in ``z`` (``store_records=True``): in a composite they are sites of this block, and
         the sibling blocks are conditioned on them."""
-        common = dict(
-            theta_update=self._theta_update,
-            noncentred_moves=self._noncentred,
-            store_records=True,
-            record_update=self._record_update,
-        )
+        common = {**self._settings(), "store_records": True}
         if self._inner_kernel is not None:
             return type(self)(inner_kernel=self._inner_kernel.wrap_model(wrapper), **common)
         return type(self)(wrapper(self._model), **common)
+
+    def _settings(self) -> dict:
+        """The constructor's keyword arguments besides the model, inner kernel and store_records."""
+        return dict(
+            theta_update=self._theta_update,
+            noncentred_moves=self._noncentred,
+            record_update=self._record_update,
+        )
 
     def _refresh_one(self, state, model_args, model_kwargs):
         """Recompute the statistics of the imputed database (public records come from the

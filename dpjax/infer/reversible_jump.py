@@ -77,7 +77,9 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     Births beyond the capacity are refused; if n's prior allows more, a
     :class:`CapacityWarning` is raised and ``capacity_blocked`` counts them, so a truncated
     posterior is never silent. Extra fields: ``birth_accept_rate``, ``death_accept_rate``,
-    ``capacity_blocked`` besides those of :class:`DataAugmentationKernel`.
+    ``capacity_blocked`` besides those of :class:`DataAugmentationKernel`. Like it, the kernel can be
+    a block of ``numpyro.infer.Gibbs`` that owns θ, n and the records (``Gibbs([(rj, ["p", "n",
+    "x"]), (NUTS(model), ["q"])])``), the other blocks conditioned on them.
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> from numpyro.infer import MCMC
@@ -117,6 +119,9 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         )
         self._size_moves = int(size_moves)
 
+    def _settings(self) -> dict:
+        return dict(theta_update=self._theta_update, size_moves=self._size_moves)
+
     def sample(self, state, model_args, model_kwargs):
         new = super().sample(state, model_args, model_kwargs)
         # after the vmap over chains, so the host is called only when a birth was refused
@@ -152,6 +157,3 @@ class ReversibleJumpKernel(DataAugmentationKernel):
                 "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "
                 "capacity) where n is a latent sample site; with a known n use DataAugmentationKernel."
             )
-
-    def wrap_model(self, wrapper):
-        raise NotImplementedError("ReversibleJumpKernel cannot be a block of numpyro.infer.Gibbs yet.")

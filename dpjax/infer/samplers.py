@@ -152,9 +152,9 @@ def _ptrs_attempt(key, lam, dtype):
 
 @partial(jax.jit, static_argnames=("shape", "dtype"))
 def poisson(key, rate, shape=None, dtype=jnp.int32):
-    """N ~ Poisson(rate): rates below 10 by inversion (one uniform per element; the search steps run
-    over the whole array for 12 steps, then over the few elements left, gathered), larger rates by
-    Hörmann's transformed rejection in gathered rounds.
+    """N ~ Poisson(rate): rates below 10 by inversion (one uniform per element; the first 12 search
+    steps run over the whole array in one fused pass, the rest over the few elements left, gathered),
+    larger rates by Hörmann's transformed rejection in the same gathered rounds.
 
     >>> import jax
     >>> x = poisson(jax.random.key(0), 3.0, (100_000,))
@@ -170,32 +170,25 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
     small = lam < POISSON_INVERSION_MAX_RATE
     u = random.uniform(k_inv, (n,), ftype)
 
-    def search(u, lam, k, p, cdf, rounds):
-        """Inversion by sequential search from (k, p = P(k), cdf = P(≤ k)) for up to ``rounds`` steps
-        (or until every element has its count)."""
-
-        def body(c):
-            i, k, p, cdf = c
-            go = u > cdf
-            k = k + go
-            p = jnp.where(go, p * lam / k, p)
-            return i + 1, k, p, jnp.where(go, cdf + p, cdf)
-
-        cond = lambda c: (c[0] < rounds) & jnp.any(u > c[3])
-        return lax.while_loop(cond, body, (0, k, p, cdf))[1:]
-
-    # whole-array rounds while most elements are still searching, then the few left in gathered buffers
-    p = jnp.exp(-jnp.where(small, lam, 0))  # large rates: cdf 1, no search
-    k, cdf = jnp.zeros(n, dtype), p
-    for _ in range(POISSON_WHOLE_ROUNDS):  # unrolled: one fused pass over the array, not 12
+    def step(u, lam, k, p, cdf):  # one step of the sequential search from (k, P(k), P(≤ k))
         go = u > cdf
         k = k + go
         p = jnp.where(go, p * lam / k, p)
-        cdf = jnp.where(go, cdf + p, cdf)
-    k, p, cdf = lax.optimization_barrier((k, p, cdf))
+        return k, p, jnp.where(go, cdf + p, cdf)
+
+    def search(u, lam, k, p, cdf):  # until every element has its count, or the cap
+        cond = lambda c: (c[0] < POISSON_INVERSION_MAX_K) & jnp.any(u > c[3])
+        return lax.while_loop(cond, lambda c: (c[0] + 1, *step(u, lam, *c[1:])), (0, k, p, cdf))[1:]
+
+    # whole-array steps while most elements are still searching, then the few left in gathered buffers
+    p = jnp.exp(-jnp.where(small, lam, 0))  # large rates: cdf 1, no search
+    k, cdf = jnp.zeros(n, dtype), p
+    for _ in range(POISSON_WHOLE_ROUNDS):  # unrolled: one fused pass over the array, not 12
+        k, p, cdf = step(u, lam, k, p, cdf)
+    k, p, cdf = lax.optimization_barrier((k, p, cdf))  # computed once, not re-fused into later reads
 
     def rest(key, idx, tries):  # small rates: the search goes on (once); large: Hörmann's rejection
-        found = search(u[idx], lam[idx], k[idx], p[idx], cdf[idx], POISSON_INVERSION_MAX_K)
+        found = search(u[idx], lam[idx], k[idx], p[idx], cdf[idx])
         lam_large = jnp.broadcast_to(jnp.maximum(lam[idx], POISSON_INVERSION_MAX_RATE), (tries, idx.size))
         got, k_large = _ptrs_attempt(key, lam_large, dtype)
         k_small = jnp.where(u[idx] <= found[2], found[0], -1)  # -1: hit the cap
