@@ -32,12 +32,11 @@ POISSON_INVERSION_MAX_K = 80  # P(Pois(10) > 80) < 1e-40; an element still searc
 def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4):
     """Repeat ``draw(key, idx, tries) -> (ok, value)``, each of shape ``(tries, idx.size)`` (or
     ``(idx.size,)`` for a draw that is the same every try), on the elements not yet ``ok`` until all
-    are: each round
-    gathers up to ``n // fraction`` of them (more rounds when more are left; a buffer 32 times smaller
-    when that holds them all), has its own key and offers each element ``tries`` candidates, keeping its
-    first accepted one. Finding the elements costs a scan of the whole array (~5 ns per element on
-    CPU), hence several tries per round. Under ``vmap`` the ``lax.cond`` runs both buffer sizes, the
-    small one at a 32nd of the cost."""
+    are: each round gathers up to ``n // fraction`` of them (more rounds when more are left; a buffer
+    32 times smaller when that holds them all), has its own key and offers each element ``tries``
+    candidates, keeping its first accepted one. Finding the elements costs a scan of the whole array
+    (~5 ns per element on CPU), hence several tries per round. Under ``vmap`` the ``lax.cond`` runs
+    both buffer sizes, the small one at a 32nd of the cost."""
     n = ok.size
     big = max(1, n // fraction)
     small = max(1, big // 32)
@@ -90,6 +89,7 @@ def log_gamma(key, concentration, shape=None):
     d = jnp.where(boost, a + 1, a) - 1 / 3
     c = 1 / jnp.sqrt(9 * d)
     inv_a = jnp.where(boost, 1 / a, 0)
+    valid = (a > 0) & jnp.isfinite(a)  # else no candidate is ever accepted: done at once, NaN
 
     def draw(k, idx, tries):
         kx, ku = random.split(k)
@@ -107,8 +107,8 @@ def log_gamma(key, concentration, shape=None):
         return ok, jnp.log(di) + log_v3 + (log_u - log_h) * ia
 
     ok, out = draw(random.fold_in(key, 0), None, 1)  # round 0: every element, no gather
-    out = _redraw(random.fold_in(key, 1), ok, out, draw)
-    return jnp.where(a > 0, out, jnp.nan).reshape(shape)
+    out = _redraw(random.fold_in(key, 1), ok | ~valid, out, draw)
+    return jnp.where(valid, out, jnp.nan).reshape(shape)
 
 
 def gamma(key, concentration, shape=None):
@@ -167,7 +167,8 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
     if n == 0:
         return jnp.zeros(shape, dtype)
     k_inv, k_more, k_rest = random.split(key, 3)
-    small = lam < POISSON_INVERSION_MAX_RATE
+    valid = (lam >= 0) & jnp.isfinite(lam)  # NaN, negative or inf: jax.random.poisson's value
+    small = valid & (lam < POISSON_INVERSION_MAX_RATE)
     u = random.uniform(k_inv, (n,), ftype)
 
     def step(u, lam, k, p, cdf):  # one step of the sequential search from (k, P(k), P(≤ k))
@@ -194,10 +195,9 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
         k_small = jnp.where(u[idx] <= found[2], found[0], -1)  # -1: hit the cap
         return small[idx] | got, jnp.where(small[idx], k_small, k_large)
 
-    k = _redraw(k_more, (small & (u <= cdf)) | jnp.isnan(lam), k, rest)
-    large = ~small & ~jnp.isnan(lam)
-    # a search that hit the cap (only in the float tail: u above the float cdf) and NaN rates
-    done = large | (small & (k >= 0))
+    k = _redraw(k_more, (small & (u <= cdf)) | ~valid, k, rest)
+    # a search that hit the cap (only in the float tail: u above the float cdf) and invalid rates
+    done = (valid & ~small) | (small & (k >= 0))
     draw = lambda key, idx, _: (jnp.ones(idx.shape, bool), random.poisson(key, lam[idx], dtype=dtype))
     k = _redraw(k_rest, done, k, draw, POISSON_FALLBACK_FRACTION, tries=1)
     return k.reshape(shape)
