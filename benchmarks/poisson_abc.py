@@ -12,7 +12,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _common import write_results
+from _common import best_time, write_results
 
 from dpjax.infer import exact_abc
 from dpjax.models import poisson_count as model
@@ -60,16 +60,7 @@ def sampler_speeds(size=1_000_000, repeats=SPEED_REPEATS):
     }
     out = {}
     for name, fns in cases.items():
-        out[name] = []
-        for fn in fns:
-            f = jax.jit(fn)
-            jax.block_until_ready(f(jax.random.key(0)))
-            best = 0.0
-            for r in range(repeats):
-                t = time.perf_counter()
-                jax.block_until_ready(f(jax.random.key(1 + r)))
-                best = max(best, size / (time.perf_counter() - t))
-            out[name].append(best)
+        out[name] = [size / best_time(jax.jit(fn), jax.random.key(1), repeats=repeats) for fn in fns]
     return out
 
 
