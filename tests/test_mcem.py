@@ -147,7 +147,12 @@ def test_progress_bar_and_warning_when_a_stage_stops_at_max_iterations(capsys):
     assert "MCEM stage 1/1, 500 particles" in err and "change" in err, err
     with warnings.catch_warnings():  # converged: silent, and no bar when asked
         warnings.simplefilter("error", dpjax.infer.ConvergenceWarning)
-        run(num_particles=(500,), tolerances=(1.0,), max_iterations=50, progress_bar=False)
+        # from θ = 30 (near the MLE 37.2; from θ = 1, EM moves by ~0.2 an iteration, below a tolerance of 1,
+        # far from the MLE: the EM-rate warning)
+        mcem(
+            jax.random.key(0), poisson_count, {"theta": 30.0}, 25.0, jnp.array(S_DP), m_step=m_step,
+            num_particles=(500,), tolerances=(1.0,), max_iterations=50, progress_bar=False,
+        )  # fmt: skip
     assert capsys.readouterr().err == ""
 
 

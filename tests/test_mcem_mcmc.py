@@ -4,6 +4,8 @@ computed by enumeration over the confidential count (and over n when it is laten
 finite-difference Hessian of it. Errors are judged in units of the Monte Carlo standard errors the
 result reports (``mc_std_errors``, ``information_mcse``)."""
 
+import re
+import warnings
 from functools import partial
 
 import jax
@@ -205,3 +207,103 @@ def test_compiles_once_per_model_structure():
         counts.append(calls["n"] - before)
     first, second, third = counts
     assert second < first and second == third, counts
+
+
+# (c) EM's rate of convergence (the fraction of missing information), and the warning when a change
+# below the tolerance is no evidence of convergence. The known-n model with a noisier count: its exact
+# EM map is m(p) = E[K | s, p] / N (enumeration over the count K), and m'(p̂) at the MLE is EM's rate
+# (for one parameter, the same in any parametrisation at the fixed point).
+
+
+def noisy_count(epsilon):
+    mechanism = dpjax.LaplaceMechanism(epsilon=epsilon, sensitivity=1.0)
+
+    def model(s_dp=None):
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+        with numpyro.plate("people", N):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("count", mechanism, lambda r: r["x"], {"x": x}, plate="people", obs=s_dp)
+
+    return model
+
+
+def count_joint(p, epsilon):
+    """p(K = k, s | p) for k = 0..N."""
+    k = np.arange(N + 1)
+    return k, stats.binom.pmf(k, N, p) * stats.laplace.pdf(S_DP - k, scale=1 / epsilon)
+
+
+def exact_em_map(p, epsilon):
+    k, joint = count_joint(p, epsilon)
+    return joint @ k / joint.sum() / N
+
+
+def exact_noisy_mle(epsilon):
+    nll = lambda p: -np.log(np.sum(count_joint(p, epsilon)[1]))
+    opts = {"xatol": 1e-10}
+    return optimize.minimize_scalar(nll, bounds=(1e-3, 1 - 1e-3), method="bounded", options=opts).x
+
+
+def exact_em_rate(p, epsilon, h=1e-5):
+    return (exact_em_map(p + h, epsilon) - exact_em_map(p - h, epsilon)) / (2 * h)
+
+
+@pytest.mark.parametrize(
+    "e_step, num_particles, tolerances",
+    [("mcmc", (1_000, 4_000), (1e-2, 3e-3)), ("importance", (2_000, 20_000), (1e-3, 1e-4))],
+)
+def test_em_rate_is_the_derivative_of_the_exact_em_map(e_step, num_particles, tolerances):
+    epsilon = 0.25  # Laplace scale 4: the rate is about 0.6 (0.18 at the scale 1 of the tests above)
+    mle = exact_noisy_mle(epsilon)
+    exact = exact_em_rate(mle, epsilon)
+    # the fixed point's rate: Var(K | s, p̂) / (N p̂ (1 − p̂)), I_miss / I_c for the Bernoulli records
+    k, joint = count_joint(mle, epsilon)
+    post = joint / joint.sum()
+    var = post @ k**2 - (post @ k) ** 2
+    assert exact == pytest.approx(var / (N * mle * (1 - mle)), rel=1e-5) and 0.5 < exact < 0.7, exact
+    out = mcem(
+        jax.random.key(0), noisy_count(epsilon), {"p": 0.5}, jnp.array(S_DP), e_step=e_step,
+        m_step=bernoulli_m_step, num_particles=num_particles, tolerances=tolerances, progress_bar=False,
+    )  # fmt: skip
+    rate = float(out.em_rate)
+    # Monte Carlo error: with one parameter r = 1 − I_obs / I_c; that of I_c (linear in the mean
+    # count) is small beside that of I_obs, so s.e.(r) ≈ information_mcse / I_c, I_c = I_obs / (1 − r).
+    # The exact rate moves by only ~1e-3 over the Monte Carlo error of θ̂ (evaluated at the MLE).
+    se = float(out.information_mcse[0, 0]) * (1 - rate) / float(out.information[0, 0])
+    assert se < 0.03, se  # the check tells 0.6 from, e.g., I_obs / I_c = 0.4
+    assert abs(rate - exact) < Z_MAX * se, (rate, exact, se)
+    assert out.em_rate.shape == () and out.em_rate.dtype == out.information.dtype
+
+
+def test_a_warning_when_a_high_em_rate_makes_the_stopping_rule_stop_far_from_the_mle():
+    """A very noisy count (Laplace scale 100): EM's rate is 0.98 at the MLE and 0.997 at p = 0.55,
+    from where EM moves by about 0.0023 an iteration, below the tolerance 0.003: it stops at the
+    start, 0.18 from the MLE, and the rate says so (0.0023 / (1 − 0.997) ≫ 10 × 0.003). With 16,000
+    draws the Monte Carlo error of the rate (about 0.01) and of the change (about 0.0005) leave the
+    warning robust to the seed."""
+    epsilon = 0.01
+    mle = exact_noisy_mle(epsilon)
+    assert 0.97 < exact_em_rate(mle, epsilon) < 0.99 and 0.99 < exact_em_rate(0.55, epsilon) < 1.0
+    with pytest.warns(dpjax.infer.ConvergenceWarning, match="EM rate") as rec:
+        out = mcem(
+            jax.random.key(0), noisy_count(epsilon), {"p": 0.55}, jnp.array(S_DP), e_step="mcmc",
+            m_step=bernoulli_m_step, num_particles=(16_000,), tolerances=(3e-3,), progress_bar=False,
+        )  # fmt: skip
+    assert len(rec) == 1, [str(r.message) for r in rec]
+    message = str(rec[0].message)
+    assert re.search(
+        r"EM rate \(the fraction of missing information\) at θ̂ is [\d.]+, so the last change of [\d.e-]+ "
+        r"\(below the final tolerance 0\.003\) (implies a distance of about [\d.e+]+ from the MLE: EM "
+        r"needs about [\d,]+ more iterations|is no evidence of convergence: EM does not contract at θ̂, which "
+        r"is not near the MLE)\. Raise `max_iterations`",
+        message,
+    ), message
+    assert float(out.em_rate) > 0.95 and abs(float(out.params["p"]) - mle) > 0.1  # the silent wrong answer
+    # the well-informed count of the tests above (rate about 0.2): converged, and no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpjax.infer.ConvergenceWarning)
+        out = mcem(
+            jax.random.key(0), known_n, {"p": 0.8}, jnp.array(S_DP), e_step="mcmc", m_step=bernoulli_m_step,
+            num_particles=(1_000,), tolerances=(1e-2,), progress_bar=False,
+        )  # fmt: skip
+    assert float(out.em_rate) < 0.4

@@ -67,7 +67,11 @@ class MCEMResult(NamedTuple):
     error of its M-step output θ⁽ᵗ⁺¹⁾ given θ⁽ᵗ⁾, ``{site: (num_iterations, *site_shape)}`` (delta
     method: J⁻¹ Σ J⁻¹ with J the mean complete-data information of the draws and Σ the batch-means
     variance of their mean complete-data score); NaN for the importance E-step; **information_mcse**
-    – the Monte Carlo standard error of each entry of ``information`` (same shape).
+    – the Monte Carlo standard error of each entry of ``information`` (same shape); **em_rate** – the
+    fraction of missing information: EM's linear rate of convergence near θ̂, the largest eigenvalue
+    of I_c⁻¹ I_miss (complete and missing information at θ̂, from Louis's terms), in [0, 1); the
+    distance to the fixed point is about change/(1 − em_rate), so a change below the tolerance is no
+    evidence of convergence when it is near 1.
 
     All fields are arrays (a pytree), so results of a study can be stacked with ``jax.tree.map``
     (histories of equal length, e.g. by padding, for the per-iteration fields)."""
@@ -81,6 +85,7 @@ class MCEMResult(NamedTuple):
     num_particles: jax.Array
     mc_std_errors: dict
     information_mcse: np.ndarray
+    em_rate: np.ndarray
 
     def wald_interval(self, level: float = 0.95) -> dict:
         """``{site: (lower, upper)}``: θ̂ ± z_{(1+level)/2} · s.e. from the observed information.
@@ -151,7 +156,11 @@ def mcem(
     unconstrained space. ``init_params`` are constrained θ values; the prior sites of the model
     are ignored (likelihood inference). A progress bar (``progress_bar=False`` silences it) shows
     the stage, its particle count, the iteration and the last change; a stage that reaches
-    ``max_iterations`` before its tolerance issues a :class:`ConvergenceWarning`.
+    ``max_iterations`` before its tolerance issues a :class:`ConvergenceWarning`. A change below the
+    tolerance bounds the distance to the MLE only when EM converges fast: near θ̂ it is linear with
+    rate r = ``result.em_rate`` (the fraction of missing information), so the distance is about
+    change/(1 − r); when that exceeds 10 × the final tolerance (r near 1: a very noisy release),
+    ``mcem`` also issues a :class:`ConvergenceWarning`.
 
     Observed information (Louis): I(θ̂) = −E[∇² log p_c] − E[∇ log p_c ∇ log p_c^T] + E[∇ log p_c]
     E[∇ log p_c]^T, expectations over the records (and n) given s_dp at θ̂, from one more E-step with
@@ -403,7 +412,8 @@ def mcem(
                 bar.set_postfix_str(f"change {change:.3g} (tol {tol:.3g}), ESS {float(ess):,.0f}")
                 if change < tol or noisy:
                     break
-        if not (change < tol or noisy):
+        capped = not (change < tol or noisy)
+        if capped:
             last = "the final stage" if final else f"stage {stage}"
             noise = ""
             if mcmc:
@@ -429,22 +439,20 @@ def mcem(
         lam = jax.vmap(jax.grad(ll), in_axes=(None, 0))(flat, recs)
         hess = jax.vmap(jax.hessian(ll), in_axes=(None, 0))(flat, recs)
         score = w @ lam
-        info = (
-            -jnp.einsum("i,ijk->jk", w, hess)
-            - jnp.einsum("i,ij,ik->jk", w, lam, lam)
-            + jnp.outer(score, score)
-        )
-        return score, info, (-hess - jnp.einsum("ij,ik->ijk", lam, lam)).reshape(lam.shape[0], -1)
+        complete = -jnp.einsum("i,ijk->jk", w, hess)
+        info = complete - jnp.einsum("i,ij,ik->jk", w, lam, lam) + jnp.outer(score, score)
+        per = (-hess - jnp.einsum("ij,ik->ijk", lam, lam)).reshape(lam.shape[0], -1)
+        return score, info, per, _em_rate(complete, complete - info)
 
     # Louis (4.6–4.7) at θ̂, with the last stage's particle size
     if mcmc:
         states, recs, w = draw_mcmc(states, params, int(num_particles[-1]))
         build_louis = lambda traced: jax.jit(lambda p, r, w, dyn: louis(p, r, w, *unpack(traced, dyn)))
-        score, info, per = _compiled(tag("mcem.louis"), build_louis, args.dynamic)(params, recs, w)
+        score, info, per, rate = _compiled(tag("mcem.louis"), build_louis, args.dynamic)(params, recs, w)
     else:
         rng_key, key = random.split(rng_key)
         recs, w, _ = draw(key, params, int(num_particles[-1]))
-        score, info, per = louis(params, recs, w)
+        score, info, per, rate = louis(params, recs, w)
     unravel = ravel_pytree(params)[1]
     se_flat = jnp.sqrt(jnp.diag(jnp.linalg.inv(info)))
     # Monte Carlo error of the information: that of the weighted mean of −∇² − ∇∇ᵀ per record set
@@ -453,6 +461,28 @@ def mcem(
         var = jnp.diag(batch_means(per, num_chains))
     else:
         var = jnp.sum(w[:, None] ** 2 * (per - w @ per) ** 2, 0)
+    # EM's rate in [0, 1) (NaN when I_c is not positive definite); the tolerance met by a change c
+    # bounds the distance to the fixed point, about c / (1 − rate), only when the rate is well below 1
+    raw = float(rate)
+    rate = np.clip(np.asarray(raw, info.dtype), 0.0, 1.0 - np.finfo(info.dtype).eps)
+    distance = change / (1.0 - float(rate))
+    if not capped and distance > 10 * tol:
+        if raw >= 1.0:  # EM does not contract at θ̂: a start far from the MLE, or a degenerate E-step
+            implies = "is no evidence of convergence: EM does not contract at θ̂, which is not near the MLE"
+        else:
+            more = math.ceil(math.log(tol * (1.0 - raw) / change) / math.log(raw))
+            implies = (
+                f"implies a distance of about {distance:.3g} from the MLE: EM needs about {more:,} more "
+                "iterations"
+            )
+        warnings.warn(
+            f"mcem: the EM rate (the fraction of missing information) at θ̂ is {raw:.4g}, so the last "
+            f"change of {change:.3g} (below the final tolerance {tol:.3g}) {implies}. Raise "
+            "`max_iterations` and tighten `tolerances`, start closer to the MLE, or, with a rate near 1, "
+            "use a stochastic EM or the posterior.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return MCEMResult(
         params,
         np.asarray(score),
@@ -463,7 +493,17 @@ def mcem(
         jnp.asarray(sizes, dtype=jnp.int32),
         jax.tree.map(lambda *xs: jnp.stack(xs), *se_trace),
         np.asarray(jnp.sqrt(var)).reshape(info.shape),
+        rate,
     )
+
+
+def _em_rate(complete, missing):
+    """The largest eigenvalue of I_c⁻¹ I_miss (EM's linear rate), from the symmetric form L⁻¹ I_miss L⁻ᵀ
+    with I_c = L Lᵀ; NaN when I_c is not positive definite."""
+    chol = jnp.linalg.cholesky(complete)
+    half = jax.scipy.linalg.solve_triangular(chol, missing, lower=True)
+    sym = jax.scipy.linalg.solve_triangular(chol, half.T, lower=True)
+    return jnp.max(jnp.linalg.eigvalsh((sym + sym.T) / 2))
 
 
 def _held_theta_kernel(
