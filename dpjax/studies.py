@@ -69,11 +69,13 @@ def mcmc_cell(
     num_chains: int = 1,
     collect: Callable | None = None,
     stats: Sequence[str] = (),
+    init_params: dict | None = None,
     **options,
 ) -> Callable:
     """``cell_fn(key, **params)`` running ``num_chains`` vmapped :func:`~dpjax.infer.run_chain` chains on
     the model arguments ``args_fn(key, **params)`` (a tuple; simulate the release there); draws
-    come back shaped ``(chains, samples, ...)``. ``kernel`` is a kernel or ``kernel(**params)``.
+    come back shaped ``(chains, samples, ...)``. ``kernel`` is a kernel or ``kernel(**params)``;
+    ``init_params`` (constrained values, the same for every chain) goes to the kernel's ``init``.
 
     ``collect`` defaults to θ (``state.z``) plus the state fields named in ``stats``
     (e.g. ``"record_accept_rate"``), whose mean summary is the acceptance rate.
@@ -125,7 +127,13 @@ def mcmc_cell(
             )
         kern = kernel if isinstance(kernel, MCMCKernel) else kernel(**params)
         run = lambda k: run_chain(
-            kern, k, args, num_warmup=num_warmup, num_samples=num_samples, collect=collect or default_collect
+            kern,
+            k,
+            args,
+            num_warmup=num_warmup,
+            num_samples=num_samples,
+            collect=collect or default_collect,
+            init_params=init_params,
         )
         if num_chains == 1:  # no vmap: a lighter compilation
             return jax.tree.map(lambda x: x[None], run(k_chains))

@@ -10,6 +10,7 @@ from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 from .reversible_jump import CapacityWarning, ReversibleJumpKernel
 from .soma import SomaResult, place_records, soma_sweep
+from .stochastic_em import StochasticEMResult, m_step_update, stochastic_em
 
 __all__ = [
     "ABCResult",
@@ -35,6 +36,9 @@ __all__ = [
     "record_sweep",
     "soma_sweep",
     "SomaResult",
+    "StochasticEMResult",
+    "m_step_update",
+    "stochastic_em",
     "place_records",
     "register_noise_representation",
     "run_chain",

@@ -39,7 +39,10 @@ def check_init_params(init_params, supports, allowed=None):
         if k not in supports or isinstance(value, jax.core.Tracer):
             continue
         support = supports[k]
-        if not np.all(np.asarray(support.check(jnp.asarray(value, jnp.result_type(float))))):
+        ok = support.check(jnp.asarray(value, jnp.result_type(float)))
+        if isinstance(ok, jax.core.Tracer):  # a support with traced bounds (under jit/vmap)
+            continue
+        if not np.all(np.asarray(ok)):
             raise ValueError(
                 f"`init_params[{k!r}]` = {np.asarray(value).tolist()!r} is outside the support of site {k!r} "
                 f"({support})."

@@ -14,6 +14,7 @@ from .regression import (
 from .unknown_n_regression import (
     SEED_UNKNOWN_N_TRUTH,
     unknown_n_regression,
+    unknown_n_regression_m_step,
     unknown_n_regression_sensitivity,
     unknown_n_regression_statistic,
     unknown_n_regression_update,
@@ -38,6 +39,7 @@ __all__ = [
     "regression_statistic",
     "regression_update",
     "unknown_n_regression",
+    "unknown_n_regression_m_step",
     "unknown_n_regression_sensitivity",
     "unknown_n_regression_statistic",
     "unknown_n_regression_update",

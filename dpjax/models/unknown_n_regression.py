@@ -20,9 +20,11 @@ truncated at the capacity is then the seed's). ε_n = ∞ (n public, bounded DP)
 ``None`` and condition ``n`` (``numpyro.handlers.condition(model, data={"n": n})``); the same model
 then runs through :class:`~dpjax.infer.DataAugmentationKernel`.
 
-:func:`unknown_n_regression_update` is the θ-step: an exact draw of (β, τ) from their
-normal–inverse-gamma conditional and one Gibbs scan of μ | Φ and Φ | μ (the prior of (μ, Φ) is
-semi-conjugate, not jointly conjugate), all from the sufficient statistics of the first n records.
+:func:`unknown_n_regression_m_step` is the closed-form M-step of MCEM and stochastic EM (the
+non-private MLEs of the seed's §6.1). :func:`unknown_n_regression_update` is the θ-step: an exact
+draw of (β, τ) from their normal–inverse-gamma conditional and one Gibbs scan of μ | Φ and Φ | μ (the
+prior of (μ, Φ) is semi-conjugate, not jointly conjugate), all from the sufficient statistics of the
+first n records.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .regression import regression_statistic
 __all__ = [
     "SEED_UNKNOWN_N_TRUTH",
     "unknown_n_regression",
+    "unknown_n_regression_m_step",
     "unknown_n_regression_sensitivity",
     "unknown_n_regression_statistic",
     "unknown_n_regression_update",
@@ -202,3 +205,36 @@ def unknown_n_regression_update(num_records: int | None = None, hyper: dict | No
         return {"beta": beta, "tau": tau, "mu": mu, "Phi": phi}
 
     return update
+
+
+def unknown_n_regression_m_step(records, weights):
+    """The closed-form M-step of :func:`unknown_n_regression` for :func:`dpjax.infer.mcem` and
+    :func:`dpjax.infer.stochastic_em`: the non-private MLEs from the pooled, weighted active records
+    of all record sets (``records["x"]`` of shape (sets, capacity, p), ``records["y"]`` (sets,
+    capacity), ``records["n"]`` (sets,) the size of each set; without ``"n"`` every slot is a
+    record): least squares for β, τ = count / residual sum of squares, and the Gaussian MLEs μ = x̄,
+    Φ = Σ̂⁻¹.
+
+    >>> import jax, jax.numpy as jnp
+    >>> x = jax.random.normal(jax.random.key(0), (1, 500, 2))
+    >>> y = 1.0 + x @ jnp.array([2.0, -1.0]) + 0.1 * jax.random.normal(jax.random.key(1), (1, 500))
+    >>> fit = unknown_n_regression_m_step({"x": x, "y": y, "n": jnp.array([400])}, jnp.ones(1))
+    >>> [round(float(b), 1) for b in fit["beta"]], round(float(fit["tau"]) ** -0.5, 2)
+    ([1.0, 2.0, -1.0], 0.1)
+    """
+    x, y = records["x"], records["y"]
+    active = jnp.ones(y.shape, x.dtype)
+    if "n" in records:
+        active = (jnp.arange(y.shape[1])[None] < records["n"][:, None]).astype(x.dtype)
+    w = weights[:, None] * active
+    design = jnp.concatenate([jnp.ones_like(x[..., :1]), x], -1)
+    beta = jnp.linalg.solve(
+        jnp.einsum("nc,nci,ncj->ij", w, design, design), jnp.einsum("nc,nci,nc->i", w, design, y)
+    )
+    count = jnp.sum(w)
+    tau = count / jnp.sum(w * (y - design @ beta) ** 2)
+    mu = jnp.einsum("nc,nci->i", w, x) / count
+    centred = x - mu
+    cov = jnp.einsum("nc,nci,ncj->ij", w, centred, centred) / count
+    phi = jnp.linalg.inv(cov)
+    return {"beta": beta, "tau": tau, "mu": mu, "Phi": (phi + phi.T) / 2}
