@@ -54,7 +54,8 @@ def main():
         "# Table 1's posterior means across confidential datasets (ε_s = 1, ε_n = ∞)\n\n"
         f"Per dataset (n = {N:,}, drawn from the seed's model with β = (0, −1, 1)): {REPLICATES} releases, one "
         f"chain each of {ITERATIONS:,} iterations (half burn-in); E βⱼ is the mean over releases of the "
-        "posterior mean ± its standard error. Dataset 2025 is the one of `dpjax reproduce awan-table1`. "
+        "posterior mean ± its standard error. Every dataset gets the same 8 releases' noise (one key): "
+        "a paired comparison of datasets. Dataset 2025 is the one of `dpjax reproduce awan-table1`. "
         "The seed's (its own dataset): E β = (−0.127, −0.956, 0.867).\n\n"
         + "\n".join(table(rows, [(c, lambda r, c=c: fmt(r[c])) for c in names]))
     )
