@@ -255,7 +255,7 @@ def mcem(
             a, kw = unpack(traced, dynamic)
             # a kernel set up from these (traced) arguments, so that a cached compilation never
             # holds a previous call's mechanisms, statistics or supports; its initial state is unused
-            kernel = _held_theta_kernel(model, roles.theta, unknown_n=bool(size_sites))
+            kernel = em_kernel(model, HeldTheta(roles.theta), unknown_n=bool(size_sites))
             kernel.init(random.key(0), 0, params, a, kw)
             z = {
                 k: jnp.broadcast_to(jnp.asarray(params[k], v.dtype), v.shape) if k in params else v
@@ -350,7 +350,7 @@ def mcem(
     if mcmc:
         # the chains: started once (host-side checks of the release and of θ here), then carried
         rng_key, key_init = random.split(rng_key)
-        kernel = _held_theta_kernel(model, roles.theta, unknown_n=bool(size_sites))
+        kernel = em_kernel(model, HeldTheta(roles.theta), unknown_n=bool(size_sites))
         states = kernel.init(random.split(key_init, num_chains), 0, params, model_args, model_kwargs)
         states = _strongly_typed(states)  # as the E-step returns them: it compiles once, not twice
         tag = lambda name: None if key is None else (name,) + key
@@ -506,18 +506,15 @@ def _em_rate(complete, missing):
     return jnp.max(jnp.linalg.eigvalsh((sym + sym.T) / 2))
 
 
-def _held_theta_kernel(
-    model, theta_sites, *, unknown_n: bool, size_moves: int = 100
-) -> DataAugmentationKernel:
-    """A :class:`DataAugmentationKernel` (known n; no non-centred moves, which would move θ) or a
-    :class:`ReversibleJumpKernel` (unknown n, ``size_moves`` birth/death moves per iteration) whose θ-step
-    is :class:`HeldTheta`: put θ in ``state.z`` and each ``_sample_one`` leaves it there while it updates
-    the records (and n) given the release. θ's prior is not used (it may be improper). The other kernels
-    and their draws are unchanged."""
-    hold = HeldTheta(theta_sites)
+def em_kernel(model, theta_update, *, unknown_n: bool, size_moves: int = 100) -> DataAugmentationKernel:
+    """The record chain of an EM variant: a :class:`DataAugmentationKernel` (known n; no non-centred
+    moves, which would move θ) or a :class:`ReversibleJumpKernel` (unknown n, ``size_moves``
+    birth/death moves per iteration) whose θ-step is ``theta_update``: :class:`HeldTheta` for MCEM's
+    E-step (θ put in ``state.z`` stays there; its prior is not used, it may be improper), the M-step
+    for stochastic EM."""
     if unknown_n:
-        return ReversibleJumpKernel(model, theta_update=hold, size_moves=size_moves)
-    return DataAugmentationKernel(model, theta_update=hold, noncentred_moves=0)
+        return ReversibleJumpKernel(model, theta_update=theta_update, size_moves=size_moves)
+    return DataAugmentationKernel(model, theta_update=theta_update, noncentred_moves=0)
 
 
 def _strongly_typed(tree):

@@ -32,8 +32,7 @@ from numpyro.infer.gibbs import prototype_trace
 
 from ..primitives import allow_overflow, site_roles
 from .abc import _positive_whole
-from .data_augmentation import DataAugmentationKernel
-from .reversible_jump import ReversibleJumpKernel
+from .monte_carlo_em import em_kernel
 
 __all__ = ["StochasticEMResult", "m_step_update", "stochastic_em"]
 
@@ -136,10 +135,7 @@ def stochastic_em(
             f"`init_params` must give exactly the sites {sorted(roles.theta)}, got {sorted(init_params)}."
         )
     update = m_step_update(m_step, roles.size)
-    if roles.size is None:
-        kernel = DataAugmentationKernel(model, theta_update=update, noncentred_moves=0)
-    else:
-        kernel = ReversibleJumpKernel(model, theta_update=update, size_moves=size_moves)
+    kernel = em_kernel(model, update, unknown_n=roles.size is not None, size_moves=size_moves)
     mcmc = MCMC(
         kernel,
         num_warmup=num_warmup,

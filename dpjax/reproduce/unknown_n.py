@@ -109,18 +109,6 @@ def confidential_regression_data(n: int, seed: int = 2025):
 
 
 # ------------------------------------------------------------------------------ Table 1 (RJMCMC)
-# Table 2's M-step caps τ (the residual precision): the release's likelihood is nearly flat in τ up to
-# infinity (see awan_table2), and a stochastic-EM chain that follows it there overflows to NaN.
-TAU_CAP = 1e4
-
-
-def _capped_m_step(records, weights):
-    import dpjax.models as m
-
-    fit = m.unknown_n_regression_m_step(records, weights)
-    return {**fit, "tau": jnp.minimum(fit["tau"], TAU_CAP)}
-
-
 def _regression_cells(n, T, capacity, num_warmup, num_samples, stochastic_em=False):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and one chain of β, τ
     and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model with n conditioned.
@@ -174,6 +162,31 @@ def _regression_cells(n, T, capacity, num_warmup, num_samples, stochastic_em=Fal
     )
 
 
+def _regression_study(
+    T, eps_s, eps_n, num_warmup, num_samples, replicates, seed, summaries, progress, stochastic_em=False
+):
+    """``run_study`` of :func:`_regression_cells` over ε_s × ε_n, one compilation per capacity (ε
+    traced); the tidy table with each row's capacity."""
+    from dpjax.studies import run_study
+
+    groups: dict = {}
+    for en in eps_n:
+        groups.setdefault(None if np.isinf(en) else CAPACITY[en], []).append(en)
+    frames = []
+    for capacity, members in groups.items():
+        cell = _regression_cells(N, T, capacity, num_warmup, num_samples, stochastic_em)
+        df = run_study(
+            cell,
+            {"eps_s": list(eps_s), "eps_n": members},
+            replicates=replicates,
+            rng_key=jax.random.key(seed),
+            summaries=summaries,
+            progress_bar=progress,
+        )
+        frames.append(df.assign(capacity=N if capacity is None else capacity))
+    return pd.concat(frames, ignore_index=True)
+
+
 @experiment(
     "awan-table1",
     source="Awan, Barrientos & Ju, §6.1, Table 1 and Table 3 (Table C1)",
@@ -185,7 +198,7 @@ def awan_table1(quick: bool, progress: bool) -> Report:
     replicates of the posterior mean and variance, with MCSE = sd over replicates / √R (as the seed's
     Table 3)."""
     import dpjax.models as m
-    from dpjax.studies import posterior_summaries, run_study
+    from dpjax.studies import posterior_summaries
 
     if quick:  # one compilation (one capacity), short chains; the seed's n and dataset size
         eps_s, eps_n, replicates, iterations = (1.0,), (1.0, 10.0), 3, 200
@@ -203,22 +216,9 @@ def awan_table1(quick: bool, progress: bool) -> Report:
         truth=truth,
         level=0.9,
     )
-    groups: dict = {}  # cells sharing a capacity share one compilation (ε traced)
-    for en in eps_n:
-        groups.setdefault(None if np.isinf(en) else CAPACITY[en], []).append(en)
-    frames = []
-    for capacity, members in groups.items():
-        cell = _regression_cells(N, T, capacity, num_warmup, iterations - num_warmup)
-        df = run_study(
-            cell,
-            {"eps_s": list(eps_s), "eps_n": members},
-            replicates=replicates,
-            rng_key=jax.random.key(2025),
-            summaries=summaries,
-            progress_bar=progress,
-        )
-        frames.append(df.assign(capacity=N if capacity is None else capacity))
-    df = pd.concat(frames, ignore_index=True)
+    df = _regression_study(
+        T, eps_s, eps_n, num_warmup, iterations - num_warmup, replicates, 2025, summaries, progress
+    )
     rows, cells = [], []
     for (es, en), g in df.groupby(["eps_s", "eps_n"], sort=True):
         mean = g[_COLUMNS].mean().to_numpy()
@@ -302,6 +302,16 @@ SEED_TABLE2 = {
     INF: [(-0.167, 0.434), (-0.955, 0.385), (0.828, 0.483), (1.14, 0.554)],
 }
 TABLE2_PARAMS = (("β0", "beta[0]"), ("β1", "beta[1]"), ("β2", "beta[2]"), ("τ", "tau"))
+# Table 2's M-step caps τ (the residual precision): the release's likelihood is nearly flat in τ up to
+# infinity (see awan_table2), and a stochastic-EM chain that follows it there overflows to NaN.
+TAU_CAP = 1e4
+
+
+def _capped_m_step(records, weights):
+    import dpjax.models as m
+
+    fit = m.unknown_n_regression_m_step(records, weights)
+    return {**fit, "tau": jnp.minimum(fit["tau"], TAU_CAP)}
 
 
 @experiment(
@@ -316,7 +326,7 @@ def awan_table2(quick: bool, progress: bool) -> Report:
     (ε_n = ∞: the DA sweep) with θ set to the closed-form M-step every iteration, from the
     data-generating θ; θ̂ the mean of the iterates after a 30 % burn-in; per ε_n the mean and sd of
     θ̂ over replicates."""
-    from dpjax.studies import posterior_summaries, run_study
+    from dpjax.studies import posterior_summaries
 
     if quick:  # one compilation (one capacity), two replicates, 3 000 iterations
         eps_n, replicates, iterations = (1.0,), 2, 3_000
@@ -327,22 +337,10 @@ def awan_table2(quick: bool, progress: bool) -> Report:
     summaries = posterior_summaries(
         {"beta": ("mean",), "tau": ("mean", "quantiles", "max"), "n": ("mean",)}, quantiles=(0.5,)
     )
-    groups: dict = {}
-    for en in eps_n:
-        groups.setdefault(None if np.isinf(en) else CAPACITY[en], []).append(en)
-    frames = []
-    for capacity, members in groups.items():
-        cell = _regression_cells(N, T, capacity, num_warmup, iterations - num_warmup, stochastic_em=True)
-        df = run_study(
-            cell,
-            {"eps_s": [1.0], "eps_n": members},
-            replicates=replicates,
-            rng_key=jax.random.key(2026),
-            summaries=summaries,
-            progress_bar=progress,
-        )
-        frames.append(df)
-    df = pd.concat(frames, ignore_index=True)
+    df = _regression_study(
+        T, (1.0,), eps_n, num_warmup, iterations - num_warmup, replicates, 2026, summaries, progress,
+        stochastic_em=True,
+    )  # fmt: skip
     rows, cells = [], []
     for en, g in df.groupby("eps_n", sort=True):
         finite = g[[f"{c}_mean" for _, c in TABLE2_PARAMS]].notna().all(axis=1)
