@@ -90,3 +90,25 @@ def pytest_report_header(config):
     import jax
 
     return f"jax_enable_x64: {jax.config.jax_enable_x64}"
+
+
+# Every compiled XLA CPU program keeps memory mappings alive while JAX caches it, and Linux allows
+# vm.max_map_count (65 530 by default) per process: an xdist worker that runs half the suite crosses
+# that, and XLA's next compile or cache write segfaults (seen in CI: tests/test_stochastic_em.py and
+# tests/test_mcem_mcmc.py alone leave 10 600 mappings). After a test module, when the worker holds
+# more than MAX_MAPPINGS, drop JAX's caches (1 100 mappings remain); the persistent cache makes the
+# recompiles cheap.
+MAX_MAPPINGS = 30_000
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    yield
+    maps = Path("/proc/self/maps")
+    if maps.exists() and sum(1 for _ in maps.open()) > MAX_MAPPINGS:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
