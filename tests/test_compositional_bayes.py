@@ -216,6 +216,40 @@ def test_dpremcmc_runs_and_is_reproducible():
     assert np.asarray(m1.get_extra_fields()["record_accept_rate"]).min() >= np.exp(-EPS1 * 40 / 10)
 
 
+def test_remcmc_starts_where_told_on_a_model_with_minus_inf_regions():
+    """Model (5) has log density −inf wherever some αⱼ ≤ 1 − b/n₂; NumPyro's own search for a start
+    (uniform in (−2, 2) unconstrained, 100 tries) finds none at d = 10 for most keys (each try
+    succeeds with chance 2⁻¹⁰), so the data-augmentation kernel must start the inner NUTS at the given
+    α. Records start as a draw at that α (finite density there)."""
+    from dpjax.infer import DataAugmentationKernel
+
+    d, b, n2 = 10, 5, 400
+    x = np.random.default_rng(9).dirichlet(np.full(d, 3.0), size=n2)
+    s_l = jnp.asarray(censored_mean_log(x, A))
+    start = {"alpha": jnp.full(d, 3.0)}
+    prior = dist.Gamma(2.0, 0.5).expand([d]).to_event(1)
+    for seed in range(3):
+        kernel = DataAugmentationKernel(NUTS(dirichlet_replicates))
+        state = kernel.init(jax.random.key(seed), 0, start, (b, n2, A, EPS1, s_l), {"prior": prior})
+        np.testing.assert_allclose(state.z["alpha"], start["alpha"])
+        assert np.isfinite(float(state.theta_state.potential_energy))
+
+
+def test_remcmc_warns_when_model_5_runs_off():
+    """Model (5)'s α-marginal grows like t^(n₂(d−1)/2) along rays (benchmarks/remcmc_degeneracy.py):
+    with a weak Gamma tail the chain runs far above the release's MLE, and dp_remcmc says so."""
+    from dpjax.compositional import ReplicatesDriftWarning, dirichlet_mle
+
+    x = np.random.default_rng(4).dirichlet([2.2, 3.3, 4.4], size=400)
+    s_l = jnp.asarray(censored_mean_log(x, A))
+    weak = dist.Gamma(1.0, 0.1).expand([D]).to_event(1)  # p1
+    with pytest.warns(ReplicatesDriftWarning, match="over 3× the α₀ of the release's MLE"):
+        m = dp_remcmc(jax.random.key(0), s_l, b=5, n2=400, a=A, epsilon1=10.0, prior=weak,
+                      num_warmup=300, num_samples=200)  # fmt: skip
+    alpha0 = np.asarray(m.get_samples()["alpha"]).sum(-1)
+    assert np.median(alpha0) > 3 * float(np.sum(dirichlet_mle(s_l).alpha))
+
+
 def test_gamma_icdf_against_scipy():
     k = np.array([0.3, 1.0, 2.5, 30.0, 300.0])[None]
     q = np.array([1e-3, 0.1, 0.5, 0.9, 0.999])[:, None]

@@ -11,6 +11,7 @@ dpjax's exact ABC beside it), DPapprox and the priors p1–p5.
 from .bayes import (
     DirichletPriors,
     GammaMarginal,
+    ReplicatesDriftWarning,
     ToleranceABCResult,
     dirichlet_replicates,
     dp_abc,
@@ -49,6 +50,7 @@ __all__ = [
     "ATUS_PARTS",
     "DirichletPriors",
     "GammaMarginal",
+    "ReplicatesDriftWarning",
     "ToleranceABCResult",
     "dirichlet_replicates",
     "dp_abc",

@@ -54,7 +54,7 @@ def _truncated(key, s, scale, max_tries, chunk):
         i = jnp.argmax(ok)
         hit = jnp.any(ok)
         val = jnp.where(hit, cand[i], val)
-        tries = r * chunk + jnp.where(hit, i + 1, chunk)
+        tries = (r * chunk + jnp.where(hit, i + 1, chunk)).astype(jnp.int32)  # argmax is int64 under x64
         return key, val, hit, r + 1, tries
 
     init = (key, jnp.full((d,), jnp.nan, s.dtype), jnp.bool_(False), jnp.int32(0), jnp.int32(0))

@@ -7,6 +7,7 @@ records with proposals from the model itself and acceptance ratio η(s|T*) / η(
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable
 from functools import partial
@@ -22,6 +23,7 @@ from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
+from numpyro.infer.initialization import init_to_value
 from numpyro.primitives import Messenger
 
 from ..mechanisms.base import check_key, concrete
@@ -109,6 +111,23 @@ def _sweep_density(mechanism, release):
 def _theta_given_records(model, *args, **kwargs):
     with _MaskPrivatized():
         return model(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _starting_at(kernel, theta):
+    """NumPyro's HMC.init searches for a valid start with the kernel's init strategy (uniform in
+    (−2, 2) by default) even when given ``init_params``, and raises if none of its tries is valid
+    (a model with log density −inf on part of θ's support); with a start given, that search starts
+    and ends at the start."""
+    if theta is None or not hasattr(kernel, "_init_strategy"):
+        yield
+        return
+    strategy = kernel._init_strategy
+    kernel._init_strategy = init_to_value(values=theta)
+    try:
+        yield
+    finally:
+        kernel._init_strategy = strategy
 
 
 class DataAugmentationKernel(PerChainKernel):
@@ -442,16 +461,19 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _init_one(self, rng_key, *, init_params, model_args, model_kwargs):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
-        with allow_overflow():
-            tr = prototype_trace(self._model, key_trace, model_args, model_kwargs)
         spec = self._spec
+        init_params = dict(init_params or {})
+        # records start as a draw from the model at the given θ, not at a θ drawn from its prior
+        given = {k: v for k, v in init_params.items() if k in spec.theta}
+        model = handlers.condition(self._model, data=given) if given else self._model
+        with allow_overflow():
+            tr = prototype_trace(model, key_trace, model_args, model_kwargs)
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
         size = {k: jnp.asarray(tr[k]["value"]) for k in self._size_site}
         theta_state = ()
         # constrained initial values of θ and/or the latent records (numpyro.infer.Gibbs gives
         # every site of the block)
-        init_params = dict(init_params or {})
         records.update({k: jnp.asarray(v, records[k].dtype) for k, v in init_params.items() if k in records})
         theta.update({k: jnp.asarray(init_params[k]) for k in theta if k in init_params})
         for k in self._size_site:  # n: as given, else the noisy n rounded into n's support
@@ -466,7 +488,8 @@ class DataAugmentationKernel(PerChainKernel):
             unconstrained = None  # the inner NUTS/HMC starts from unconstrained values
             if any(k in init_params for k in spec.theta):
                 unconstrained = {k: biject_to(self._supports[k]).inv(v) for k, v in theta.items()}
-            theta_state = self._inner.init(key_inner, self._num_warmup, unconstrained, model_args, kw)
+            with _starting_at(self._inner, theta if given else None):
+                theta_state = self._inner.init(key_inner, self._num_warmup, unconstrained, model_args, kw)
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
         public, releases, active = self._observed({**theta, **size}, records, model_args, model_kwargs)

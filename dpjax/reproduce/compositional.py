@@ -352,7 +352,12 @@ def guo_simulation(quick: bool, progress: bool) -> Report:
         "so no verdict). Run times exclude compilation (listed separately); DPABCp5's excludes p5's "
         "chain (a separate column), as the seed's 60.3× can only have. ε = 10¹⁰: the records cannot move "
         "at that noise scale, so the DA chains start at the confidential records (DPreMCMC: its b "
-        "records at the first b rows). Coverage: 95 % Mahalanobis ellipsoid of 5 predictive draws per "
+        "records at the first b rows). **DPreMCMCp4 samples a degenerate target**: model (5)'s "
+        "α-marginal grows like t^(n₂(d−1)/2) along every ray α = t·u and only the prior's tail bounds it "
+        "(`benchmarks/remcmc_degeneracy.py`), so its chains drift to ever larger α with more iterations "
+        "(α₀ ≈ 2·10⁴ at n = 5000, α₅, ε = 1.5; the seed's own sampler of model (5) drifts too): its "
+        "column measures where the chains had got to, not a posterior. "
+        "Coverage: 95 % Mahalanobis ellipsoid of 5 predictive draws per "
         f"posterior draw (first d − 1 parts), evaluated on {m_eval} draws from Dirichlet(α_true); "
         "s.e. binomial."
     )
