@@ -456,6 +456,48 @@ def site_roles(tr) -> SiteRoles:
     return SiteRoles(privatized, theta, latent_records, public, size)
 
 
+def depends_on(fn, arg) -> list[bool]:
+    """For each output leaf of ``fn(arg)``: whether it depends on ``arg`` (a conservative data-flow
+    pass over the jaxpr: an equation with any dependent input makes all its outputs dependent)."""
+    from jax.extend.core import Var
+
+    jaxpr = jax.make_jaxpr(lambda a: [jnp.asarray(x) for x in jax.tree.leaves(fn(a))])(arg).jaxpr
+    hit = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in hit for v in eqn.invars):
+            hit.update(eqn.outvars)
+    return [isinstance(v, Var) and v in hit for v in jaxpr.outvars]
+
+
+def check_records_feed_only_releases(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None) -> None:
+    """Raise if a site other than the latent records and the privatized releases has a log density
+    that depends on the latent records (a ``numpyro.factor`` of them, an observed site given them):
+    the data-augmentation record step proposes records from their own sites and accepts by the
+    releases alone, so such a term would be silently ignored. (The ABC engines weigh each simulation
+    by every observed site and need no such check.)"""
+    fixed = {k: tr[k]["value"] for k in roles.theta + ((roles.size,) if roles.size else ())}
+    skip = set(roles.latent_records) | {n for n, _ in roles.privatized}
+    others = [k for k, s in tr.items() if s["type"] == "sample" and k not in skip]
+    if not others:
+        return
+
+    def log_densities(records):
+        run = handlers.substitute(handlers.seed(model, 0), data={**fixed, **records})
+        t = handlers.trace(run).get_trace(*model_args, **(model_kwargs or {}))
+        return [jnp.sum(t[k]["fn"].log_prob(t[k]["value"])) for k in others]
+
+    records = {k: tr[k]["value"] for k in roles.latent_records}
+    bad = [k for k, dep in zip(others, depends_on(log_densities, records)) if dep]
+    if bad:
+        raise ValueError(
+            f"Sites {bad} have log densities that depend on the latent records {list(roles.latent_records)}. "
+            "The data-augmentation record step proposes records from their own sites and accepts by the "
+            "privatized releases only, so these terms would be ignored: make such a term part of the "
+            "records' own distribution (a latent record site), or use exact_abc / PseudoMarginalABC, "
+            "which weigh each simulation by every observed site."
+        )
+
+
 def _size_site(tr, size):
     """The latent sample site whose value sizes the records plate, or None (a constant or observed
     size, or a size given as a model argument: then the active slots are fixed)."""

@@ -192,3 +192,54 @@ def test_scaled_or_masked_record_and_theta_sites_are_refused_by_every_engine(mod
         with pytest.raises(ValueError, match=message):
             call()
             pytest.fail(f"{engine} accepted {message}")
+
+
+# ------------------------------------------------------------------ terms on the records outside the releases
+def factor_on_records(n, s=None):
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    numpyro.factor("prefer_yes", 0.5 * jnp.sum(yes))
+    dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
+def observed_given_records(n, s=None):
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    numpyro.sample("z", dist.Normal(jnp.sum(yes), 1.0), obs=3.0)
+    dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
+def factor_on_theta(n, s=None):
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    numpyro.factor("tilt", jnp.log(p))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
+@pytest.mark.parametrize("model,site", [(factor_on_records, "prefer_yes"), (observed_given_records, "z")])
+def test_terms_on_the_records_outside_the_releases_are_refused_by_data_augmentation(model, site):
+    """The DA record step proposes records from their own sites and accepts by the releases alone, so a
+    factor of the records, or an observed site given them, would be ignored: refused before any draws
+    (by the kernel and by mcem, whose E-step it is). The ABC engines weigh each simulation by every
+    observed site (tests/test_pseudo_marginal.py::test_public_data_that_depend_on_the_records)."""
+    calls = {
+        "DataAugmentationKernel": lambda: run_mcmc(DataAugmentationKernel(model), 10, jnp.array(7.0)),
+        "mcem (MCMC E-step)": lambda: mcem(
+            jax.random.key(0), model, {"p": 0.5}, 10, jnp.array(7.0), num_particles=(10,), tolerances=(1e-2,),
+            e_step="mcmc",
+        ),
+    }  # fmt: skip
+    for engine, call in calls.items():
+        with pytest.raises(
+            ValueError, match=rf"Sites \['{site}'\] have log densities that depend on the latent"
+        ):
+            call()
+            pytest.fail(f"{engine} accepted a term on the records outside the releases")
+
+
+def test_a_factor_of_theta_alone_is_accepted():
+    m = run_mcmc(DataAugmentationKernel(NUTS(factor_on_theta)), 10, jnp.array(7.0))
+    assert m.get_samples()["p"].shape[0] > 0

@@ -21,12 +21,18 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax import lax, random
-from jax.extend.core import Var
 from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
-from ..primitives import INFER_KEY, SiteRoles, record_statistics, simulate, site_roles
+from ..primitives import (
+    INFER_KEY,
+    SiteRoles,
+    depends_on,
+    record_statistics,
+    simulate,
+    site_roles,
+)
 from .samplers import fast_distribution, fast_sampling
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
@@ -242,17 +248,6 @@ def _batch_rank(tr) -> int:
     return rank
 
 
-def _depends(fn, arg) -> list[bool]:
-    """For each output leaf of ``fn(arg)``: whether it depends on ``arg`` (a conservative data-flow
-    pass over the jaxpr: an equation with any dependent input makes all its outputs dependent)."""
-    jaxpr = jax.make_jaxpr(lambda a: [jnp.asarray(x) for x in jax.tree.leaves(fn(a))])(arg).jaxpr
-    hit = set(jaxpr.invars)
-    for eqn in jaxpr.eqns:
-        if any(isinstance(v, Var) and v in hit for v in eqn.invars):
-            hit.update(eqn.outvars)
-    return [isinstance(v, Var) and v in hit for v in jaxpr.outvars]
-
-
 def _make_batch(model, simulator, spec: _Spec):
     """``batch(key, size, model_args, model_kwargs, placeholders) -> (trace, θ values, records, log η)``:
     ``size`` proposals under one key (θ values ``(size,) + shape``; ``records`` the latent record draws,
@@ -355,7 +350,7 @@ def _check_batch(batch, model, simulator, spec: _Spec, model_args, model_kwargs)
         mechs = [tr[n]["infer"][INFER_KEY].mechanism for n in spec.privatized]
         return params, fns, mechs
 
-    if spec.placeholders and any(_depends(reads_records, spec.placeholders)):
+    if spec.placeholders and any(depends_on(reads_records, spec.placeholders)):
         raise _NotVectorizable(
             "θ, a record site's distribution or a mechanism depends on other record sites' values"
         )

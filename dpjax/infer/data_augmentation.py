@@ -27,7 +27,15 @@ from numpyro.infer.initialization import init_to_value
 from numpyro.primitives import Messenger
 
 from ..mechanisms.base import check_key, concrete
-from ..primitives import INFER_KEY, SiteRoles, allow_overflow, record_statistics, simulate, site_roles
+from ..primitives import (
+    INFER_KEY,
+    SiteRoles,
+    allow_overflow,
+    check_records_feed_only_releases,
+    record_statistics,
+    simulate,
+    site_roles,
+)
 from .auto_moves import (
     BURN_IN_STAGES,
     PILOT_CHAINS,
@@ -328,6 +336,8 @@ class DataAugmentationKernel(PerChainKernel):
         with allow_overflow():  # n drawn from its prior may exceed the capacity; the chain starts inside
             tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
         self._spec = site_roles(tr)
+        with allow_overflow():
+            check_records_feed_only_releases(self._model, tr, self._spec, model_args, model_kwargs)
         self._resolve_size(tr)
         self._check_model(tr)
         self._resolve_noncentred(tr, num_warmup)
