@@ -369,28 +369,25 @@ def test_clt_law_of_the_statistic_behind_dpapprox_improves_with_n():
 
 
 @pytest.mark.slow
-def test_dpapprox_approaches_dpmcmc_as_n_grows():
-    """DPapprox (CLT for S₀, censoring ignored) against the exact DPMCMC posterior on the same release:
-    the gap of the posterior means, in posterior s.d., shrinks from n = 10 to n = 300, and at n = 300
-    the means agree (MCSE-gated z-tests). α = (3, 4, 5) and a = 10⁻³ keep censoring negligible."""
-    a, eps = 1e-3, 1.0
-    gaps = []
-    for n in (10, 300):
+def test_dpapprox_agrees_with_dpmcmc_from_small_to_large_n():
+    """DPapprox (CLT for S₀, censoring ignored) against the exact DPMCMC posterior on the same release,
+    at n = 20 and n = 500 (ε₁ = 5: an informative release, chains that mix): the posterior means agree
+    (MCSE-gated z-tests). Measured (4 chains × 4 000): gaps of 0.02–0.15 posterior s.d. at every n in
+    {20, 100, 500} and ε₁ ∈ {1, 5}, none significant, so "approaches as n grows" cannot be seen in the
+    posteriors at this precision; the law behind it, S₀ ≈ N(μ_α, Σ_α / n), improves with n
+    (test_clt_law_of_the_statistic_behind_dpapprox_improves_with_n). α = (3, 4, 5) and a = 10⁻³ keep
+    censoring negligible."""
+    a, eps = 1e-3, 5.0
+    for n in (20, 500):
         x = np.random.default_rng(n).dirichlet([3.0, 4.0, 5.0], size=n)
         noise = np.random.default_rng(n + 1).laplace(0, laplace_scale(a, D, n, eps), D)
         s_l = jnp.asarray(np.asarray(censored_mean_log(x, a)) + noise, "float32")
-        kw = dict(n=n, a=a, epsilon1=eps, prior=PRIOR, num_warmup=300, num_samples=1000)
+        kw = dict(n=n, a=a, epsilon1=eps, prior=PRIOR, num_warmup=500, num_samples=4000)
         exact = dp_mcmc(jax.random.key(0), s_l, num_chains=4, max_tree_depth=3, **kw)
         approx = dp_approx(jax.random.key(1), s_l, num_chains=2, **kw)
         got = np.asarray(approx.get_samples(group_by_chain=True)["alpha"])
         want = np.asarray(exact.get_samples(group_by_chain=True)["alpha"])
-        gap, zs = [], []
         for j in range(D):
             (se_g, ess_g), (se_w, ess_w) = mcse(got[..., j]), mcse(want[..., j])
-            diff = got[..., j].mean() - want[..., j].mean()
-            gap.append(abs(diff) / want[..., j].std())
-            zs.append((diff / np.hypot(se_g, se_w), min(ess_g, ess_w)))
-        gaps.append(np.mean(gap))
-    for j, (z, ess) in enumerate(zs):  # at n = 300
-        assert ess > 20 and abs(z) < Z_MAX, (j, z, ess)  # ESS 22–50 measured with these chains
-    assert gaps[1] < gaps[0], gaps
+            z = (got[..., j].mean() - want[..., j].mean()) / np.hypot(se_g, se_w)
+            assert min(ess_g, ess_w) > 200 and abs(z) < Z_MAX, (n, j, z, ess_g, ess_w)
