@@ -15,14 +15,16 @@ def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} device(s), jax {jax.__version__}"
 
 
-def write_results(name: str, payload: dict, markdown: str) -> None:
-    """Write ``results/<name>.json`` and ``results/<name>.md`` (markdown table + provenance)."""
+def write_results(name: str, payload: dict, markdown: str, command: str | None = None) -> None:
+    """Write ``results/<name>.json`` and ``results/<name>.md`` (markdown table + provenance; ``command``:
+    the command that made them, by default ``python benchmarks/<name>.py``)."""
     RESULTS.mkdir(exist_ok=True)
     payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), **payload}
     (RESULTS / f"{name}.json").write_text(
         json.dumps(payload, indent=2, default=lambda o: np.asarray(o).tolist())
     )
-    footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}; `python benchmarks/{name}.py`._\n"
+    command = command or f"python benchmarks/{name}.py"
+    footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}; `{command}`._\n"
     (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
 
 

@@ -4,12 +4,14 @@ Part 1: the ε_s = 1, ε_n = ∞ cell (n public, the DA kernel with the exact θ
 drawn from the seed's model: per dataset the mean over replicates of the posterior mean of β, and the
 dataset's own OLS estimate (5 min). Part 2, with ``--every-eps-n`` (15 min more): dataset 2025
 (`dpjax reproduce awan-table1`'s) at every ε_n, ε_s = 1 (the reversible-jump kernel for a noisy n), next
-to the seed's Table 1.
+to the seed's Table 1. ``--datasets`` and ``--replicates`` change part 1's datasets and the number of
+releases per cell; a run with other than the defaults writes ``unknown_n_datasets_<R>x<datasets>``.
 
-    python benchmarks/unknown_n_datasets.py [--every-eps-n]
+    python benchmarks/unknown_n_datasets.py [--every-eps-n] [--datasets 2025 1] [--replicates 8]
 """
 
 import argparse
+import sys
 
 import jax
 import numpy as np
@@ -31,15 +33,18 @@ DATASETS, REPLICATES, ITERATIONS = (2025, 1, 2, 3), 8, 10_000
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--every-eps-n", action="store_true", help="also part 2 (every ε_n, dataset 2025)")
-    every = parser.parse_args().every_eps_n
+    parser.add_argument("--datasets", type=int, nargs="+", default=list(DATASETS))
+    parser.add_argument("--replicates", type=int, default=REPLICATES, help="releases per cell")
+    args = parser.parse_args()
+    every, datasets, reps = args.every_eps_n, tuple(args.datasets), args.replicates
     rows = []
-    for seed in DATASETS:
+    for seed in datasets:
         x, y, T = confidential_regression_data(N, seed=seed)
         design = np.column_stack([np.ones(N), np.asarray(x)])
         ols = np.linalg.lstsq(design, np.asarray(y), rcond=None)[0]
         cell = _regression_cells(N, T, None, ITERATIONS // 2, ITERATIONS // 2)
         df = run_study(
-            cell, {"eps_s": [1.0], "eps_n": [float("inf")]}, replicates=REPLICATES, rng_key=jax.random.key(7),
+            cell, {"eps_s": [1.0], "eps_n": [float("inf")]}, replicates=reps, rng_key=jax.random.key(7),
             summaries=posterior_summaries({"beta": ("mean",)}), progress_bar=False,
         )  # fmt: skip
         row = {"dataset seed": seed, **{f"OLS β{j}": float(ols[j]) for j in range(3)}}
@@ -52,9 +57,9 @@ def main():
     fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)
     md = (
         "# Table 1's posterior means across confidential datasets (ε_s = 1, ε_n = ∞)\n\n"
-        f"Per dataset (n = {N:,}, drawn from the seed's model with β = (0, −1, 1)): {REPLICATES} releases, one "
+        f"Per dataset (n = {N:,}, drawn from the seed's model with β = (0, −1, 1)): {reps} releases, one "
         f"chain each of {ITERATIONS:,} iterations (half burn-in); E βⱼ is the mean over releases of the "
-        "posterior mean ± its standard error. Every dataset gets the same 8 releases' noise (one key): "
+        f"posterior mean ± its standard error. Every dataset gets the same {reps} releases' noise (one key): "
         "a paired comparison of datasets. Dataset 2025 is the one of `dpjax reproduce awan-table1`. "
         "The seed's (its own dataset): E β = (−0.127, −0.956, 0.867).\n\n"
         + "\n".join(table(rows, [(c, lambda r, c=c: fmt(r[c])) for c in names]))
@@ -66,7 +71,7 @@ def main():
             capacity = None if np.isinf(en) else CAPACITY[en]
             cell = _regression_cells(N, T, capacity, ITERATIONS // 2, ITERATIONS // 2)
             df = run_study(
-                cell, {"eps_s": [1.0], "eps_n": [en]}, replicates=REPLICATES, rng_key=jax.random.key(8),
+                cell, {"eps_s": [1.0], "eps_n": [en]}, replicates=reps, rng_key=jax.random.key(8),
                 summaries=posterior_summaries({"beta": ("mean",)}), progress_bar=False,
             )  # fmt: skip
             row = {"ε_n": f"{en:g}"}
@@ -78,12 +83,16 @@ def main():
             print(row)
         md += (
             "\n\n## Dataset 2025 at every ε_n (ε_s = 1)\n\n"
-            f"{REPLICATES} releases per ε_n, chains of {ITERATIONS:,} iterations (half burn-in); the seed's "
+            f"{reps} releases per ε_n, chains of {ITERATIONS:,} iterations (half burn-in); the seed's "
             "Table 1 in brackets (its MCSE, Table 3: 0.025–0.032).\n\n"
             + "\n".join(table(cells, [(c, lambda r, c=c: r[c]) for c in ["ε_n", "E β0", "E β1", "E β2"]]))
         )
-    payload = {"rows": rows, "eps_n_rows": cells, "replicates": REPLICATES, "iterations": ITERATIONS}
-    write_results("unknown_n_datasets", payload, md)
+    payload = {"rows": rows, "eps_n_rows": cells, "replicates": reps, "iterations": ITERATIONS}
+    default = datasets == DATASETS and reps == REPLICATES
+    name = "unknown_n_datasets" if default else f"unknown_n_datasets_{reps}x{'-'.join(map(str, datasets))}"
+    write_results(
+        name, payload, md, command=" ".join(["python benchmarks/unknown_n_datasets.py", *sys.argv[1:]])
+    )
 
 
 if __name__ == "__main__":
