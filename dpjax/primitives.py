@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from jax.extend.core import Var
 from numpyro import handlers
 from numpyro.primitives import _PYRO_STACK, Messenger
 
@@ -459,8 +460,6 @@ def site_roles(tr) -> SiteRoles:
 def depends_on(fn, arg) -> list[bool]:
     """For each output leaf of ``fn(arg)``: whether it depends on ``arg`` (a conservative data-flow
     pass over the jaxpr: an equation with any dependent input makes all its outputs dependent)."""
-    from jax.extend.core import Var
-
     jaxpr = jax.make_jaxpr(lambda a: [jnp.asarray(x) for x in jax.tree.leaves(fn(a))])(arg).jaxpr
     hit = set(jaxpr.invars)
     for eqn in jaxpr.eqns:

@@ -676,10 +676,10 @@ def dp_remcmc(
     _check_gradient_prior(prior)
     b = check_size(b, "b")
     num_chains = _check_count(num_chains, "num_chains")
-    if init_alpha is None:
-        from .mle import _mle
+    from .mle import _mle
 
-        fit = np.asarray(_mle(release2).alpha, float)
+    fit = np.asarray(_mle(release2).alpha, float)  # the start and the drift check's reference
+    if init_alpha is None:
         init_alpha = np.maximum(fit, 1.0) if np.all(np.isfinite(fit)) else np.full(d, 2.0)
     init_alpha = np.asarray(init_alpha, float)
     if init_alpha.shape != (d,) or not np.all(init_alpha > 1 - b / n2):
@@ -697,14 +697,12 @@ def dp_remcmc(
         progress_bar=progress_bar,
     )
     mcmc.run(rng_key, b, n2, a, epsilon1, release2, prior=prior, init_params=init)
-    _warn_drift(mcmc.get_samples()["alpha"], release2)
+    _warn_drift(mcmc.get_samples()["alpha"], float(np.sum(fit)))
     return mcmc
 
 
-def _warn_drift(alpha, release):
-    from .mle import _mle
-
-    reference = float(np.sum(np.asarray(_mle(release).alpha, float)))
+def _warn_drift(alpha, reference):
+    """``reference``: α₀ of the release's MLE (NaN where it does not exist: no check)."""
     median = float(np.median(np.sum(np.asarray(alpha, float), -1)))
     if np.isfinite(reference) and median > DRIFT_FACTOR * reference:
         warnings.warn(

@@ -25,14 +25,7 @@ from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
-from ..primitives import (
-    INFER_KEY,
-    SiteRoles,
-    depends_on,
-    record_statistics,
-    simulate,
-    site_roles,
-)
+from ..primitives import INFER_KEY, SiteRoles, depends_on, record_statistics, simulate, site_roles
 from .samplers import fast_distribution, fast_sampling
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]

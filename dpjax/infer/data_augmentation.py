@@ -335,8 +335,7 @@ class DataAugmentationKernel(PerChainKernel):
         # static structure and host-side checks, once, outside any vmap over chains
         with allow_overflow():  # n drawn from its prior may exceed the capacity; the chain starts inside
             tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
-        self._spec = site_roles(tr)
-        with allow_overflow():
+            self._spec = site_roles(tr)
             check_records_feed_only_releases(self._model, tr, self._spec, model_args, model_kwargs)
         self._resolve_size(tr)
         self._check_model(tr)
