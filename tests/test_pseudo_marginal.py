@@ -158,6 +158,19 @@ def test_noisy_likelihood_estimate_warns_at_end_of_warmup_with_a_suggested_num_s
     assert np.all(np.asarray(mcmc.last_state.warmup_log_lik_sd) < 1.0)
 
 
+def test_noisy_likelihood_estimate_warns_from_a_vmapped_run_chain():
+    """Studies vmap run_chain: the end-of-warmup check runs once, on the final state, and still warns
+    for the sticky chain of the test above."""
+    from dpjax.infer import run_chain
+    from dpjax.infer.pseudo_marginal import PseudoMarginalWarning
+
+    kernel = PseudoMarginalABC(lambda n, release: count_model(n, release, 10.0), 64)
+    run = lambda k: run_chain(kernel, k, (50, jnp.array(14.957)), num_warmup=500, num_samples=10)
+    with pytest.warns(PseudoMarginalWarning, match=r"log-likelihood estimate .* num_simulations="):
+        jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(3), 2))
+        jax.effects_barrier()
+
+
 def test_log_lik_sd_is_the_delta_method_sd_of_the_log_mean():
     from dpjax.infer.pseudo_marginal import _log_lik_sd, _pooled_sd
 

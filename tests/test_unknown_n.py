@@ -173,6 +173,28 @@ def test_capacity_reached_warns_and_counts():
     assert int(mcmc.get_extra_fields()["capacity_blocked"][-1]) > 0
 
 
+def test_capacity_reached_warns_once_per_replicate_from_a_vmapped_run_chain(monkeypatch):
+    """Studies vmap run_chain over replicates: the check runs on the final state (one host call per
+    replicate, not one per replicate per iteration, which doubled a study's cost), and still warns."""
+    import dpjax.infer.reversible_jump as rj
+    from dpjax.infer import run_chain
+
+    original, calls = rj._warn_blocked, []
+
+    def counted(blocked, capacity):
+        calls.append(blocked)
+        original(blocked, capacity)
+
+    monkeypatch.setattr(rj, "_warn_blocked", counted)
+    model = lambda: size_model(40, 30.0, 60.0, LAPLACE, LAPLACE, dist.DiscreteUniform(1, 200))
+    kernel = ReversibleJumpKernel(model, theta_update=beta_update)
+    run = lambda k: run_chain(kernel, k, num_warmup=50, num_samples=100, collect=lambda s: s.capacity_blocked)
+    with pytest.warns(CapacityWarning, match="capacity 40"):
+        blocked = jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(0), 3))
+        jax.effects_barrier()
+    assert len(calls) == 3 and np.all(np.asarray(blocked[:, -1]) > 0)
+
+
 def test_same_key_same_draws_and_arviz():
     model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
     first, second = (

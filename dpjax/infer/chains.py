@@ -3,6 +3,8 @@ NumPyro passes a batch of keys to ``init``, and the one-chain functions are then
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
 from functools import partial
 
@@ -49,6 +51,23 @@ def check_init_params(init_params, supports, allowed=None):
             )
 
 
+# set while a runner (run_chain) traces a kernel's iterations and checks the final state itself
+_CHECKS_AT_END = contextvars.ContextVar("dpjax_checks_at_end", default=False)
+
+
+@contextlib.contextmanager
+def checks_at_end():
+    """Within this block a :class:`PerChainKernel` skips its per-iteration host checks; the runner calls
+    ``kernel.check_end(final_state)`` instead. Under an outer ``vmap`` the per-iteration check is a
+    ``lax.cond`` turned ``select``, whose ``jax.debug.callback`` is unrolled over the batch: one host
+    call per replicate per iteration, which doubled the cost of a study of unknown-n chains."""
+    token = _CHECKS_AT_END.set(True)
+    try:
+        yield
+    finally:
+        _CHECKS_AT_END.reset(token)
+
+
 def first_key(rng_key):
     """One key of ``rng_key`` or of a batch of chain keys."""
     return rng_key if is_prng_key(rng_key) else rng_key[0]
@@ -78,7 +97,17 @@ class PerChainKernel(MCMCKernel):
     def sample(self, state, model_args, model_kwargs):
         if self._sample_fn is None:
             raise RuntimeError("Call `init` before `sample`.")
-        return self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+        new = self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+        if not _CHECKS_AT_END.get():
+            self._check_step(state, new)
+        return new
+
+    def _check_step(self, state, new):
+        """Host warnings after one iteration of all chains (a ``lax.cond``-guarded ``jax.debug.callback``,
+        so the host is called only when there is something to say)."""
+
+    def check_end(self, state):
+        """The same warnings once, from the final state of a run (for runners that vmap the chain)."""
 
     def refresh(self, state, model_args, model_kwargs):
         """Recompute what ``state`` caches from ``(model_args, model_kwargs)`` (for a block of

@@ -246,21 +246,25 @@ class PseudoMarginalABC(PerChainKernel):
         init_one = partial(self._init_one, init_params=init_params, args=model_args, kwargs=model_kwargs)
         return self._start(rng_key, init_one)
 
-    def sample(self, state, model_args, model_kwargs):
-        new = super().sample(state, model_args, model_kwargs)
+    def _check_step(self, state, new):
         if self._num_warmup > 0:
             # decided on one chain's counter (all chains share it), so under NumPyro's vectorized
             # chains the check costs nothing but one callback; under an outer vmap the host side
             # filters by `is_end`
             is_end = state.i == self._num_warmup - 1
-            report = partial(_report_check, num_simulations=self._num_simulations)
             lax.cond(
                 jnp.reshape(is_end, -1)[0],
-                lambda a: jax.debug.callback(report, *a),
+                lambda a: jax.debug.callback(self._report, *a),
                 lambda a: None,
                 (is_end, new.warmup_log_lik_sd),
             )
-        return new
+
+    def check_end(self, state):
+        if self._num_warmup > 0:  # warmup_log_lik_sd keeps its end-of-warmup value
+            jax.debug.callback(self._report, True, state.warmup_log_lik_sd)
+
+    def _report(self, is_end, sd):
+        _report_check(is_end, sd, num_simulations=self._num_simulations)
 
     # ---------------------------------------------------------------- internals
     def _weigh(self, key, theta, args, kwargs, records=None):

@@ -4,9 +4,12 @@ Python loop, since its chains share one set of model arguments."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from jax import lax
+
+from .chains import checks_at_end
 
 __all__ = ["run_chain"]
 
@@ -51,6 +54,8 @@ def run_chain(
         raise ValueError(f"`thinning` must be an int in [1, num_samples], got {thinning!r}.")
     model_kwargs = {} if model_kwargs is None else model_kwargs
     state = kernel.init(rng_key, num_warmup, init_params, model_args, model_kwargs)
+    # dpjax's kernels warn from the final state, not per iteration (a host call per replicate under vmap)
+    deferred = hasattr(kernel, "check_end")
 
     def step(state, _):
         state = kernel.sample(state, model_args, model_kwargs)
@@ -64,8 +69,11 @@ def run_chain(
         state, _ = lax.scan(step, state, None, length=thinning - 1)
         return step_collect(state, None)
 
-    state, _ = lax.scan(step, state, None, length=num_warmup)
-    _, draws = lax.scan(
-        step_collect if thinning == 1 else thinned, state, None, length=num_samples // thinning
-    )
+    with checks_at_end() if deferred else contextlib.nullcontext():
+        state, _ = lax.scan(step, state, None, length=num_warmup)
+        state, draws = lax.scan(
+            step_collect if thinning == 1 else thinned, state, None, length=num_samples // thinning
+        )
+    if deferred:
+        kernel.check_end(state)
     return draws

@@ -42,8 +42,8 @@ def _warn_blocked(blocked, capacity):
 def _warn_when_blocked(blocked, capacity):
     """Never truncate silently: a host warning (from inside the compiled chain) when a birth was
     refused at the capacity. Called on all chains at once, the callback runs only then; under a
-    user's ``vmap`` (``run_chain`` in a study) ``cond`` becomes ``select``, and the host check above
-    decides."""
+    user's ``vmap`` ``cond`` becomes ``select``, and the host check above decides (``run_chain``
+    checks once, at the end: ``check_end``)."""
     jax.lax.cond(
         blocked > 0,
         lambda b: jax.debug.callback(partial(_warn_blocked, capacity=capacity), b),
@@ -122,11 +122,12 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     def _settings(self) -> dict:
         return dict(theta_update=self._theta_update, size_moves=self._size_moves)
 
-    def sample(self, state, model_args, model_kwargs):
-        new = super().sample(state, model_args, model_kwargs)
+    def _check_step(self, state, new):
         # after the vmap over chains, so the host is called only when a birth was refused
         _warn_when_blocked(jnp.sum(new.capacity_blocked - state.capacity_blocked), self._size_bounds[1])
-        return new
+
+    def check_end(self, state):
+        jax.debug.callback(partial(_warn_blocked, capacity=self._size_bounds[1]), state.capacity_blocked)
 
     def _jumps(
         self, key_births, key_jumps, given, records, t_records, residuals, log_noise, model_args, model_kwargs
