@@ -170,7 +170,12 @@ def test_capacity_reached_warns_and_counts():
             num_samples=100,
             num_chains=1,
         )
-    assert int(mcmc.get_extra_fields()["capacity_blocked"][-1]) > 0
+    extra = mcmc.get_extra_fields()
+    assert int(extra["capacity_blocked"][-1]) > 0
+    # the posterior mass within 1 % of the capacity (n = 40 here) is reported per draw
+    n = np.asarray(mcmc.get_samples()["n"])
+    np.testing.assert_array_equal(np.asarray(extra["near_capacity"]), n >= 40)
+    assert np.mean(n >= 40) > 0.5
 
 
 def test_capacity_reached_warns_once_per_replicate_from_a_vmapped_run_chain(monkeypatch):

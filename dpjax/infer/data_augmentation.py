@@ -77,6 +77,9 @@ class DAState(NamedTuple):
       (:class:`~dpjax.infer.ReversibleJumpKernel`): the mean acceptance probabilities of the last
       iteration's births and deaths, and how many births the capacity has refused so far (NaN, NaN
       and 0 with a known n).
+    - **near_capacity** – with an unknown n, whether n lies within 1 % of the records plate's
+      capacity (its mean over the draws is the posterior mass there; False with a known n). Mass
+      there means the capacity, or a prior of n that ends at it, shapes the posterior.
     - **valid** – False once the chain has left the model's support (a release impossible under
       the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
       draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
@@ -96,6 +99,7 @@ class DAState(NamedTuple):
     birth_accept_rate: jax.Array
     death_accept_rate: jax.Array
     capacity_blocked: jax.Array
+    near_capacity: jax.Array
     valid: jax.Array
     rng_key: jax.Array
 
@@ -275,7 +279,7 @@ class DataAugmentationKernel(PerChainKernel):
         if self._inner is not None:
             fields += ("accept_prob", "diverging")
         if self._size_moves:
-            fields += ("birth_accept_rate", "death_accept_rate", "capacity_blocked")
+            fields += ("birth_accept_rate", "death_accept_rate", "capacity_blocked", "near_capacity")
         return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
 
     def get_diagnostics_str(self, state):
@@ -453,6 +457,13 @@ class DataAugmentationKernel(PerChainKernel):
         """``{n's site: n}`` with an unknown n, else ``{}``."""
         return {k: z[k] for k in self._size_site}
 
+    def _near_capacity(self, size):
+        """n within 1 % of the capacity (False with a known n)."""
+        if not self._size_site:
+            return jnp.array(False)
+        capacity = self._size_bounds[1]
+        return jnp.asarray(size[self._size_site[0]]) >= capacity - capacity // 100
+
     def _z(self, theta, size, records):
         return {**theta, **size, **records} if self._store_records else {**theta, **size}
 
@@ -519,6 +530,7 @@ class DataAugmentationKernel(PerChainKernel):
             birth_accept_rate=jnp.array(jnp.nan),
             death_accept_rate=jnp.array(jnp.nan),
             capacity_blocked=jnp.array(0),
+            near_capacity=self._near_capacity(size),
             valid=jnp.isfinite(log_eta) & self._theta_ok(theta),
             rng_key=key_next,
         )
@@ -682,6 +694,7 @@ class DataAugmentationKernel(PerChainKernel):
             birth_accept_rate=state.birth_accept_rate,
             death_accept_rate=state.death_accept_rate,
             capacity_blocked=state.capacity_blocked,
+            near_capacity=state.near_capacity,
         )
         if self._size_site:  # unknown n: the between-model moves (ReversibleJumpKernel._jumps)
             key_next, key_births, key_jumps = random.split(key_next, 3)
@@ -707,6 +720,7 @@ class DataAugmentationKernel(PerChainKernel):
                 birth_accept_rate=jump.birth_accept_rate,
                 death_accept_rate=jump.death_accept_rate,
                 capacity_blocked=blocked,
+                near_capacity=self._near_capacity(size),
             )
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
         if self._num_moves:

@@ -77,7 +77,9 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     Births beyond the capacity are refused; if n's prior allows more, a
     :class:`CapacityWarning` is raised and ``capacity_blocked`` counts them, so a truncated
     posterior is never silent. Extra fields: ``birth_accept_rate``, ``death_accept_rate``,
-    ``capacity_blocked`` besides those of :class:`DataAugmentationKernel`. Like it, the kernel can be
+    ``capacity_blocked`` and ``near_capacity`` (n within 1 % of the capacity: its mean over the draws
+    is the posterior mass there, which should be small unless n's prior ends at the capacity on
+    purpose) besides those of :class:`DataAugmentationKernel`. Like it, the kernel can be
     a block of ``numpyro.infer.Gibbs`` that owns θ, n and the records (``Gibbs([(rj, ["p", "n",
     "x"]), (NUTS(model), ["q"])])``), the other blocks conditioned on them.
 

@@ -149,7 +149,12 @@ def _regression_cells(n, T, capacity, num_warmup, num_samples, stochastic_em=Fal
         kernel = ReversibleJumpKernel(model, theta_update=theta_update("n"), size_moves=100)
         size = lambda state: state.z["n"].astype(state.z["tau"].dtype)
 
-    collect = lambda state: {"beta": state.z["beta"], "tau": state.z["tau"], "n": size(state)}
+    collect = lambda state: {
+        "beta": state.z["beta"],
+        "tau": state.z["tau"],
+        "n": size(state),
+        "near_capacity": state.near_capacity.astype(state.z["tau"].dtype),  # n within 1 % of it
+    }
     init = None
     if stochastic_em:
         from dpjax.infer.stochastic_em import _records_at
@@ -211,7 +216,8 @@ def awan_table1(quick: bool, progress: bool) -> Report:
         {
             "beta": ("mean", "var", "coverage"),
             "tau": ("mean", "var", "coverage"),
-            "n": ("mean", "var", "max"),
+            "n": ("mean", "var", "max", "ess"),
+            "near_capacity": ("mean",),
         },
         truth=truth,
         level=0.9,
@@ -243,6 +249,10 @@ def awan_table1(quick: bool, progress: bool) -> Report:
                 "replicates": len(g),
                 "capacity": cap,
                 "max n drawn": float(g["n_max"].max()),
+                # the posterior mass within 1 % of the capacity: mean and largest over the replicates
+                "mass near capacity, mean": float(g["near_capacity_mean"].mean()),
+                "mass near capacity, largest": float(g["near_capacity_mean"].max()),
+                "median ESS(n)": float(g["n_ess"].median()) if np.isfinite(en) else None,
                 **{
                     f"90 % coverage {k}": float(g[f"{c}_covered"].mean())
                     for k, c in (("β0", "beta[0]"), ("β1", "beta[1]"), ("β2", "beta[2]"), ("τ", "tau"))
@@ -335,7 +345,8 @@ def awan_table2(quick: bool, progress: bool) -> Report:
     num_warmup = round(0.3 * iterations)
     _, _, T = confidential_regression_data(N)
     summaries = posterior_summaries(
-        {"beta": ("mean",), "tau": ("mean", "quantiles", "max"), "n": ("mean",)}, quantiles=(0.5,)
+        {"beta": ("mean",), "tau": ("mean", "quantiles", "max"), "n": ("mean",), "near_capacity": ("mean",)},
+        quantiles=(0.5,),
     )
     df = _regression_study(
         T, (1.0,), eps_n, num_warmup, iterations - num_warmup, replicates, 2026, summaries, progress,
