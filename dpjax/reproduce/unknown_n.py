@@ -110,8 +110,9 @@ def confidential_regression_data(n: int, seed: int = 2025):
 
 # ------------------------------------------------------------------------------ Table 1 (RJMCMC)
 def _regression_cells(n, T, capacity, num_warmup, num_samples, stochastic_em=False, num_chains=1):
-    """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and one chain of β, τ
-    and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model with n conditioned.
+    """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
+    chains of β, τ and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model
+    with n conditioned.
     ``stochastic_em``: θ set to the closed-form M-step at every iteration (the chain of stochastic EM),
     not drawn from its conditional, starting from the data-generating θ and records drawn there."""
     from numpyro import handlers
