@@ -130,22 +130,6 @@ def reproduce(parser, args) -> int:
     return 0
 
 
-def _every_core(argv) -> None:
-    """``run_study`` shards replicates over ``jax.devices()``, and JAX's CPU backend is one device unless
-    ``XLA_FLAGS`` asks for more before it starts (importing dpjax starts it: blackjax makes arrays on
-    import). So ``dpjax reproduce`` on a multi-core CPU re-executes itself once with one device per core:
-    the same numbers, bitwise, in about half the time on 2 cores. Set the flag yourself to choose."""
-    import jax
-
-    flags = os.environ.get("XLA_FLAGS", "")
-    cores = os.cpu_count() or 1
-    if "xla_force_host_platform_device_count" in flags or cores < 2 or jax.default_backend() != "cpu":
-        return
-    env = {**os.environ, "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={cores}".strip()}
-    sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "dpjax.cli", *argv], env)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="dpjax", description="Exact inference from differentially private releases."
@@ -172,13 +156,12 @@ def main(argv=None) -> int:
     r.add_argument("--out", default="reproduce", help="folder for the results (default ./reproduce)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     r.epilog = (
-        "On a CPU the replicates of a study are spread over one JAX device per core (XLA_FLAGS="
-        "--xla_force_host_platform_device_count=N chooses N); the numbers do not depend on it."
+        "run_study spreads the replicates of a study over the JAX devices: on a CPU with k cores, set "
+        "XLA_FLAGS=--xla_force_host_platform_device_count=k for about k/2 times the speed on 2 cores "
+        "(the numbers do not depend on it)."
     )
     args = parser.parse_args(argv)
     if args.command == "reproduce":
-        if argv is None and not args.list:  # the command line, not a call from Python
-            _every_core(sys.argv[1:])
         return reproduce(parser, args)
     if not (math.isfinite(args.epsilon) and args.epsilon > 0) or args.n < 2 or args.num_samples < 10:
         parser.error("need a finite --epsilon > 0, --n >= 2 and --num-samples >= 10")
