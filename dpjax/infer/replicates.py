@@ -4,7 +4,6 @@ Python loop, since its chains share one set of model arguments."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 
 from jax import lax
@@ -54,8 +53,6 @@ def run_chain(
         raise ValueError(f"`thinning` must be an int in [1, num_samples], got {thinning!r}.")
     model_kwargs = {} if model_kwargs is None else model_kwargs
     state = kernel.init(rng_key, num_warmup, init_params, model_args, model_kwargs)
-    # dpjax's kernels warn from the final state, not per iteration (a host call per replicate under vmap)
-    deferred = hasattr(kernel, "check_end")
 
     def step(state, _):
         state = kernel.sample(state, model_args, model_kwargs)
@@ -69,11 +66,12 @@ def run_chain(
         state, _ = lax.scan(step, state, None, length=thinning - 1)
         return step_collect(state, None)
 
-    with checks_at_end() if deferred else contextlib.nullcontext():
+    # dpjax's kernels warn from the final state, not per iteration (a host call per replicate under vmap)
+    with checks_at_end():
         state, _ = lax.scan(step, state, None, length=num_warmup)
         state, draws = lax.scan(
             step_collect if thinning == 1 else thinned, state, None, length=num_samples // thinning
         )
-    if deferred:
+    if hasattr(kernel, "check_end"):
         kernel.check_end(state)
     return draws
