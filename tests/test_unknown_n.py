@@ -200,6 +200,38 @@ def test_capacity_reached_warns_once_per_replicate_from_a_vmapped_run_chain(monk
     assert len(calls) == 3 and np.all(np.asarray(blocked[:, -1]) > 0)
 
 
+def test_a_jitted_init_starts_at_the_noisy_n():
+    """Under jit/vmap (a study) the trace's records are tracers; the chain must still start at the
+    rounded n_dp, not at n drawn from its prior (a silent defect: studies' chains started anywhere in
+    1..capacity)."""
+    model = lambda n_dp: size_model(400, 13.4, n_dp, LAPLACE, NOISY_N, dist.DiscreteUniform(1, 400))
+    kernel = ReversibleJumpKernel(model, theta_update=beta_update)
+    start = lambda key, n_dp: kernel.init(key, 10, None, (n_dp,), {}).z["n"]
+    keys = jax.random.split(jax.random.key(0), 3)
+    n = jax.jit(jax.vmap(start))(keys, jnp.array([31.7, 250.2, 99.5]))
+    np.testing.assert_array_equal(np.asarray(n), [32, 250, 100])
+
+
+@pytest.mark.parametrize("hold_size", [None, 30, 0])
+def test_n_is_held_for_the_first_hold_size_iterations(hold_size):
+    """n stays at its start (the rounded n_dp) with no birth/death moves for the first hold_size
+    iterations (default: half of num_warmup = 80), then moves."""
+    model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
+    kernel = ReversibleJumpKernel(model, theta_update=beta_update, hold_size=hold_size)
+    held = 40 if hold_size is None else hold_size
+    state = kernel.init(jax.random.key(3), 80, None, (), {})
+
+    def step(state, _):
+        state = kernel.sample(state, (), {})
+        return state, (state.z["n"], state.birth_accept_rate)
+
+    state, (sizes, rates) = jax.jit(lambda s: jax.lax.scan(step, s, None, length=80))(state)
+    sizes, rates = np.asarray(sizes).tolist(), np.asarray(rates)
+    assert int(state.iteration) == 80
+    assert sizes[:held] == [32] * held and np.all(np.isnan(rates[:held]))
+    assert len(set(sizes[held:])) > 3 and not np.any(np.isnan(rates[held:]))
+
+
 def test_same_key_same_draws_and_arviz():
     model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
     first, second = (
@@ -232,6 +264,11 @@ def test_errors():
         run(ReversibleJumpKernel(known), num_warmup=5, num_samples=5, num_chains=1)
     with pytest.raises(ValueError, match="size_moves"):
         ReversibleJumpKernel(model, size_moves=0)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="hold_size"):
+            ReversibleJumpKernel(model, hold_size=bad)
+    with pytest.raises(ValueError, match="hold_size.*exceeds num_warmup"):
+        run(ReversibleJumpKernel(model, hold_size=10), num_warmup=5, num_samples=5, num_chains=1)
     with pytest.raises(ValueError, match="capacity"):
         dpjax.records_plate("people", 5, 0)
     with pytest.raises(ValueError, match="size"):

@@ -80,6 +80,8 @@ class DAState(NamedTuple):
     - **near_capacity** – with an unknown n, whether n lies within 1 % of the records plate's
       capacity (its mean over the draws is the posterior mass there; False with a known n). Mass
       there means the capacity, or a prior of n that ends at it, shapes the posterior.
+    - **iteration** – iterations done since ``init`` (an unknown n is held at its start for the first
+      ``hold_size`` of them: :class:`~dpjax.infer.ReversibleJumpKernel`).
     - **valid** – False once the chain has left the model's support (a release impossible under
       the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
       draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
@@ -100,6 +102,7 @@ class DAState(NamedTuple):
     death_accept_rate: jax.Array
     capacity_blocked: jax.Array
     near_capacity: jax.Array
+    iteration: jax.Array
     valid: jax.Array
     rng_key: jax.Array
 
@@ -118,6 +121,19 @@ def _sweep_density(mechanism, release):
     if mechanism.additive:
         return mechanism.log_noise_density
     return lambda r: mechanism.log_density(release, release - r)
+
+
+def _counts_records(statistic, records) -> bool:
+    """Whether the per-record statistic is 1 for every record (a noisy n), probed on concrete records
+    of the same shapes (all 0, all 1, all ½): the trace's records are tracers when ``init`` runs
+    under ``jit``/``vmap`` (a study), and the chain must still start at the noisy n there."""
+    with jax.ensure_compile_time_eval():
+        for fill in (0.0, 1.0, 0.5):
+            probe = {k: jnp.full(jnp.shape(v), fill).astype(jnp.result_type(v)) for k, v in records.items()}
+            t = record_statistics(statistic, probe)
+            if t.ndim != 1 or not np.all(np.asarray(t) == 1):
+                return False
+    return True
 
 
 def _theta_given_records(model, *args, **kwargs):
@@ -256,6 +272,7 @@ class DataAugmentationKernel(PerChainKernel):
         self._num_warmup = 0
         self._spec: SiteRoles | None = None
         self._size_moves = 0  # birth/death moves of an unknown n per iteration (ReversibleJumpKernel)
+        self._held_for = 0  # first iterations without them (ReversibleJumpKernel's hold_size)
         self._size_site: tuple[str, ...] = ()
         self._size_bounds = (0, 0)
         self._size_release: int | None = None
@@ -531,6 +548,7 @@ class DataAugmentationKernel(PerChainKernel):
             death_accept_rate=jnp.array(jnp.nan),
             capacity_blocked=jnp.array(0),
             near_capacity=self._near_capacity(size),
+            iteration=jnp.array(0, jnp.int32),
             valid=jnp.isfinite(log_eta) & self._theta_ok(theta),
             rng_key=key_next,
         )
@@ -561,10 +579,8 @@ class DataAugmentationKernel(PerChainKernel):
         self._size_site, self._size_bounds = (size,), (max(lower, 0), capacity)
         self._size_support = {size: support}
         self._size_release = None
-        records = {k: tr[k]["value"] for k in self._spec.latent_records}
         for i, (_, info) in enumerate(self._spec.privatized):
-            t = record_statistics(info.statistic, {k: records[k] for k in info.record_sites})
-            if concrete(t) and t.ndim == 1 and np.all(np.asarray(t) == 1):
+            if _counts_records(info.statistic, {k: tr[k]["value"] for k in info.record_sites}):
                 self._size_release = i
 
     def _check_model(self, tr):
@@ -713,13 +729,18 @@ class DataAugmentationKernel(PerChainKernel):
                 model_args,
                 model_kwargs,
             )
-            records, residuals, log_eta = jump.records, jump.residuals, jump.log_density
-            size = {k: jump.size for k in self._size_site}
-            blocked = state.capacity_blocked + jump.blocked
+            # n held at its start while the sweep and θ first fit the records to the release
+            moving = state.iteration >= self._held_for
+            keep = lambda new, old: jnp.where(moving, new, old)
+            records = jax.tree.map(keep, jump.records, records)
+            residuals = tuple(map(keep, jump.residuals, residuals))
+            log_eta = keep(jump.log_density, log_eta)
+            size = {k: keep(jump.size, v) for k, v in size.items()}
+            nan = jnp.array(jnp.nan, jump.birth_accept_rate.dtype)
             jumps = dict(
-                birth_accept_rate=jump.birth_accept_rate,
-                death_accept_rate=jump.death_accept_rate,
-                capacity_blocked=blocked,
+                birth_accept_rate=keep(jump.birth_accept_rate, nan),
+                death_accept_rate=keep(jump.death_accept_rate, nan),
+                capacity_blocked=state.capacity_blocked + jnp.where(moving, jump.blocked, 0),
                 near_capacity=self._near_capacity(size),
             )
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
@@ -746,6 +767,7 @@ class DataAugmentationKernel(PerChainKernel):
             nc=nc,
             nc_accept_rate=nc_rate,
             nc_step_size=nc_step,
+            iteration=state.iteration + 1,
             valid=valid,
             rng_key=key_next,
             **jumps,
