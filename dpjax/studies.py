@@ -69,13 +69,15 @@ def mcmc_cell(
     num_chains: int = 1,
     collect: Callable | None = None,
     stats: Sequence[str] = (),
-    init_params: dict | None = None,
+    init_params: dict | Callable | None = None,
     **options,
 ) -> Callable:
     """``cell_fn(key, **params)`` running ``num_chains`` vmapped :func:`~dpjax.infer.run_chain` chains on
     the model arguments ``args_fn(key, **params)`` (a tuple; simulate the release there); draws
     come back shaped ``(chains, samples, ...)``. ``kernel`` is a kernel or ``kernel(**params)``;
-    ``init_params`` (constrained values, the same for every chain) goes to the kernel's ``init``.
+    ``init_params`` (constrained values, the same for every chain) goes to the kernel's ``init``: a
+    dict, or a function of the model arguments returning one (a start computed from each release, e.g.
+    an estimate of θ from s).
 
     ``collect`` defaults to θ (``state.z``) plus the state fields named in ``stats``
     (e.g. ``"record_accept_rate"``), whose mean summary is the acceptance rate.
@@ -102,6 +104,10 @@ def mcmc_cell(
             raise ValueError(f"mcmc_cell: {name} must be an int >= {low}, got {value!r}")
     if isinstance(num_chains, bool) or not isinstance(num_chains, int | np.integer) or num_chains < 1:
         raise ValueError(f"mcmc_cell: num_chains must be an int >= 1, got {num_chains!r}")
+    if not (init_params is None or isinstance(init_params, dict) or callable(init_params)):
+        raise ValueError(
+            f"mcmc_cell: init_params must be a dict or a function (*args) -> dict, got {init_params!r}"
+        )
     if not callable(args_fn):
         raise ValueError(f"mcmc_cell: args_fn must be a function (key, **params) -> args, got {args_fn!r}")
     if isinstance(stats, str):
@@ -126,6 +132,7 @@ def mcmc_cell(
                 f"mcmc_cell: args_fn must return a tuple of model args, not {type(args).__name__}"
             )
         kern = kernel if isinstance(kernel, MCMCKernel) else kernel(**params)
+        start = init_params(*args) if callable(init_params) else init_params
         run = lambda k: run_chain(
             kern,
             k,
@@ -133,7 +140,7 @@ def mcmc_cell(
             num_warmup=num_warmup,
             num_samples=num_samples,
             collect=collect or default_collect,
-            init_params=init_params,
+            init_params=start,
         )
         if num_chains == 1:  # no vmap: a lighter compilation
             return jax.tree.map(lambda x: x[None], run(k_chains))

@@ -222,12 +222,27 @@ class _AR1Kernel(MCMCKernel):
     sample_field = "z"
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        return _AR1State({"theta": jnp.asarray(model_args[0])}, jnp.asarray(1.0), rng_key)
+        start = model_args[0] if init_params is None else init_params["theta"]
+        return _AR1State({"theta": jnp.asarray(start, jnp.float32)}, jnp.asarray(1.0), rng_key)
 
     def sample(self, state, model_args, model_kwargs):
         key, sub = jax.random.split(state.rng_key)
         theta = model_args[0] + 0.5 * (state.z["theta"] - model_args[0]) + 0.75**0.5 * jax.random.normal(sub)
         return _AR1State({"theta": theta}, jnp.asarray(0.5), key)
+
+
+def test_mcmc_cell_init_params_from_the_model_args():
+    """init_params as a function of each cell's model arguments (a start computed from its release)."""
+    args_fn = lambda key, y: (jnp.asarray(y, jnp.float32),)
+    cell = mcmc_cell(
+        _AR1Kernel(), args_fn, num_warmup=0, num_samples=1, init_params=lambda y: {"theta": y + 100.0}
+    )
+    first = cell(jax.random.key(0), y=3.0)["theta"]  # one step from 103 towards 3: 53 + N(0, 0.75)
+    assert 45 < float(first[0, 0]) < 61
+    fixed = mcmc_cell(_AR1Kernel(), args_fn, num_warmup=0, num_samples=1, init_params={"theta": -97.0})
+    assert -61 < float(fixed(jax.random.key(0), y=3.0)["theta"][0, 0]) < -39
+    with pytest.raises(ValueError, match="init_params must be a dict or a function"):
+        mcmc_cell(_AR1Kernel(), args_fn, num_warmup=0, num_samples=1, init_params=[1.0])
 
 
 def test_mcmc_cell_runs_chains_with_stats():
