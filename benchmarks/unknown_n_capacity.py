@@ -3,7 +3,7 @@ the release s, with θ unknown, says little about n, so the posterior of n under
 1..capacity may depend on the capacity. Per cell: 20 releases of `dpjax reproduce awan-table1`'s
 dataset (n = 1 000), two chains per release (4 000 iterations, 2 000 warmup), at capacity 3 000 (the
 experiment's) and 8 000: the spread over releases of the posterior mean of n, the mean posterior sd,
-the posterior mass within 1 % of the capacity and the split R-hat of n over the two chains (8 min).
+the posterior mass within 1 % of the capacity and the split R-hat of n over the two chains (5 min).
 
     python benchmarks/unknown_n_capacity.py
 """
