@@ -58,6 +58,7 @@ def birth_death(
     log_prior: Callable,
     *,
     lower: int,
+    enabled=True,
 ) -> BirthDeathResult:
     """``len(t_births[0])`` birth/death moves of the database size.
 
@@ -70,13 +71,15 @@ def birth_death(
     :param log_noise: per site, elementwise log η at a residual.
     :param log_prior: log p(n) of an integer n (−inf outside its support).
     :param lower: the smallest n of the prior's support (n never goes below it).
+    :param enabled: a boolean scalar (traceable); when false every move is refused and none is counted
+      (rates NaN, nothing blocked): n is held at ``size``.
     """
     capacity = next(iter(records.values())).shape[0]
     num_moves = t_births[0].shape[0]
     key_dir, key_acc = random.split(rng_key)
     u_dir = random.uniform(key_dir, (num_moves,))
     log_u = jnp.log(random.uniform(key_acc, (num_moves,)))
-    size = jnp.asarray(size)
+    size, enabled = jnp.asarray(size), jnp.asarray(enabled, bool)
 
     def log_eta(res):
         return sum(jnp.sum(f(r)) for f, r in zip(log_noise, res))
@@ -106,9 +109,9 @@ def birth_death(
             jnp.where(n_star <= lower, jnp.log(2.0), 0.0),
         )
         log_alpha = logp_star - logp + log_prior(n_star) - log_prior(n) + log_q
-        log_alpha = jnp.where(full, -jnp.inf, log_alpha)
+        log_alpha = jnp.where(full | ~enabled, -jnp.inf, log_alpha)
         accept = log_ui < log_alpha
-        blocked = blocked + (full & jnp.isfinite(log_prior(n_star))).astype(blocked.dtype)
+        blocked = blocked + (enabled & full & jnp.isfinite(log_prior(n_star))).astype(blocked.dtype)
         push, pop = accept & birth, accept & ~birth & (height > 0)
         stack = lax.dynamic_update_index_in_dim(stack, k, height, 0)  # above the top unless pushed
         height = height + push.astype(height.dtype) - pop.astype(height.dtype)
@@ -134,6 +137,7 @@ def birth_death(
     t_records = tuple(t.at[slots].set(tb[stack], mode="drop") for t, tb in zip(t_records, t_births))
 
     def rate(which):
+        which = which & enabled
         count = jnp.sum(which)
         return jnp.where(count > 0, jnp.sum(jnp.where(which, alpha, 0.0)) / jnp.maximum(count, 1), jnp.nan)
 

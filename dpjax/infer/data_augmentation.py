@@ -728,19 +728,15 @@ class DataAugmentationKernel(PerChainKernel):
                 mechanisms,
                 model_args,
                 model_kwargs,
+                # n held at its start while the sweep and θ first fit the records to the release
+                enabled=state.iteration >= self._held_for,
             )
-            # n held at its start while the sweep and θ first fit the records to the release
-            moving = state.iteration >= self._held_for
-            keep = lambda new, old: jnp.where(moving, new, old)
-            records = jax.tree.map(keep, jump.records, records)
-            residuals = tuple(map(keep, jump.residuals, residuals))
-            log_eta = keep(jump.log_density, log_eta)
-            size = {k: keep(jump.size, v) for k, v in size.items()}
-            nan = jnp.array(jnp.nan, jump.birth_accept_rate.dtype)
+            records, residuals, log_eta = jump.records, jump.residuals, jump.log_density
+            size = {k: jump.size for k in size}
             jumps = dict(
-                birth_accept_rate=keep(jump.birth_accept_rate, nan),
-                death_accept_rate=keep(jump.death_accept_rate, nan),
-                capacity_blocked=state.capacity_blocked + jnp.where(moving, jump.blocked, 0),
+                birth_accept_rate=jump.birth_accept_rate,
+                death_accept_rate=jump.death_accept_rate,
+                capacity_blocked=state.capacity_blocked + jump.blocked,
                 near_capacity=self._near_capacity(size),
             )
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}

@@ -153,7 +153,17 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         jax.debug.callback(partial(_warn_blocked, capacity=self._size_bounds[1]), state.capacity_blocked)
 
     def _jumps(
-        self, key_births, key_jumps, given, records, t_records, residuals, log_noise, model_args, model_kwargs
+        self,
+        key_births,
+        key_jumps,
+        given,
+        records,
+        t_records,
+        residuals,
+        log_noise,
+        model_args,
+        model_kwargs,
+        enabled,
     ):
         """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call whose
         records plate holds just K slots."""
@@ -171,7 +181,17 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf)
 
         return birth_death(
-            key_jumps, n, records, t_records, residuals, births, t_births, log_noise, log_prior, lower=lower
+            key_jumps,
+            n,
+            records,
+            t_records,
+            residuals,
+            births,
+            t_births,
+            log_noise,
+            log_prior,
+            lower=lower,
+            enabled=enabled,
         )
 
     def _resolve_size(self, tr):
