@@ -84,6 +84,9 @@ def test_rebuilt_records_stay_consistent_with_the_statistic():
     assert np.mean(mcmc.get_extra_fields()["nc_accept_rate"]) > 0.1
 
 
+PRECISION = jnp.array([[2.0, 0.5], [0.5, 1.0]])
+
+
 @pytest.mark.parametrize(
     "fn, x",
     [
@@ -93,6 +96,10 @@ def test_rebuilt_records_stay_consistent_with_the_statistic():
         (dist.Bernoulli(0.3), jnp.array([0.0, 1.0, 1.0])),
         (dist.Categorical(jnp.array([0.2, 0.5, 0.3])), jnp.array([0, 1, 2])),
         (dist.Poisson(3.5), jnp.array([0.0, 2.0, 7.0, 15.0])),
+        (
+            dist.MultivariateNormal(jnp.array([1.0, -2.0]), precision_matrix=PRECISION),
+            jnp.array([[0.0, 1.0], [3.0, -2.5], [1.0, -2.0]]),
+        ),
     ],
 )
 def test_noise_representation_round_trips(fn, x):
@@ -109,6 +116,14 @@ def test_discrete_noise_is_uniform(fn):
     x = fn.sample(jax.random.key(0), (20000,))
     u = np.asarray(_to_noise(jax.random.key(1), fn, x))
     assert stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_multivariate_normal_noise_is_standard_normal():
+    """u = L⁻¹(x − μ) of x ~ N(μ, Φ⁻¹) is N(0, I) whatever μ and Φ."""
+    fn = dist.MultivariateNormal(jnp.array([1.0, -2.0]), precision_matrix=PRECISION)
+    u = np.asarray(_to_noise(None, fn, fn.sample(jax.random.key(0), (20000,))))
+    assert stats.kstest(u[:, 0], "norm").pvalue > 1e-3 and stats.kstest(u[:, 1], "norm").pvalue > 1e-3
+    assert abs(np.corrcoef(u.T)[0, 1]) < 0.03
 
 
 def test_diagnostics_reach_arviz_and_progress_bar():

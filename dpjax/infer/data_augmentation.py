@@ -532,7 +532,7 @@ class DataAugmentationKernel(PerChainKernel):
         public, releases, active = self._observed({**theta, **size}, records, model_args, model_kwargs)
         statistics = self._statistics(public, records, active)
         log_eta = self._log_eta(releases, statistics)
-        nc = init_nc_state(theta, self._supports) if self._num_moves else ()
+        nc = self._init_nc(theta) if self._num_moves else ()
         return DAState(
             z=self._z(theta, size, records),
             records=records,
@@ -566,8 +566,6 @@ class DataAugmentationKernel(PerChainKernel):
                 "DataAugmentationKernel does not update: use dpjax.infer.ReversibleJumpKernel, or condition "
                 f"{size!r} on a known n."
             )
-        if self._noncentred not in (0, "auto"):
-            raise ValueError("`noncentred_moves` are not available with an unknown n yet; pass 0 or 'auto'.")
         if self._record_update != "sweep":
             raise ValueError("`record_update='soma'` is not available with an unknown n yet; use 'sweep'.")
         info = self._spec.privatized[0][1]
@@ -629,11 +627,15 @@ class DataAugmentationKernel(PerChainKernel):
                 ok = ok & jnp.all(jnp.isfinite(v))
         return ok
 
+    def _init_nc(self, theta):
+        return init_nc_state(theta, self._supports)
+
     def _resolve_noncentred(self, tr, num_warmup):
         spec = self._spec
         blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
         blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
-        blockers += list(self._size_site)  # not yet with an unknown n
+        if isinstance(self._theta_update, HeldTheta):  # the moves would move the held θ
+            blockers += list(self._theta_update.sites)
         dtype = jnp.result_type(float)
         limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
         costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
@@ -677,10 +679,14 @@ class DataAugmentationKernel(PerChainKernel):
             model_kwargs=model_kwargs,
         )
         statistics = self._statistics(public, records, active)
-        if self._inner is not None:  # point the inner sampler at the moved θ
-            z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in self._spec.theta}
-            theta_state = theta_state._replace(z={**theta_state.z, **z})
-        return theta, records, nc, rate, statistics, theta_state
+        return theta, records, nc, rate, statistics, self._point_inner_at(theta, theta_state)
+
+    def _point_inner_at(self, theta, theta_state):
+        """The inner NUTS/HMC state moved to θ (after moves made outside it)."""
+        if self._inner is None:
+            return theta_state
+        z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in self._spec.theta}
+        return theta_state._replace(z={**theta_state.z, **z})
 
     def _sample_one(self, state, model_args, model_kwargs, use_moves=None):
         spec = self._spec
@@ -740,7 +746,16 @@ class DataAugmentationKernel(PerChainKernel):
                 near_capacity=self._near_capacity(size),
             )
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
-        if self._num_moves:
+        if self._num_moves and self._size_site:  # unknown n: (θ, n) moved together (ReversibleJumpKernel)
+            theta, size, records, nc, nc_rate, blocked = self._joint_moves(
+                key_nc, state, theta, size, records, model_args, model_kwargs
+            )
+            statistics = self._statistics(public, records, self._active(size))
+            theta_state = self._point_inner_at(theta, theta_state)
+            jumps["capacity_blocked"] = jumps["capacity_blocked"] + blocked
+            jumps["near_capacity"] = self._near_capacity(size)
+            nc_step = jnp.exp(nc.log_step)
+        elif self._num_moves:
             moved = partial(self._moves, key_nc, state.nc, public, active, model_args, model_kwargs)
             unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)
             if use_moves is None:

@@ -507,13 +507,15 @@ def _em_rate(complete, missing):
 
 
 def em_kernel(model, theta_update, *, unknown_n: bool, size_moves: int = 100) -> DataAugmentationKernel:
-    """The record chain of an EM variant: a :class:`DataAugmentationKernel` (known n; no non-centred
-    moves, which would move θ) or a :class:`ReversibleJumpKernel` (unknown n, ``size_moves``
-    birth/death moves per iteration) whose θ-step is ``theta_update``: :class:`HeldTheta` for MCEM's
+    """The record chain of an EM variant: a :class:`DataAugmentationKernel` (known n) or a
+    :class:`ReversibleJumpKernel` (unknown n, ``size_moves`` birth/death moves per iteration), with no
+    non-centred moves (they would move θ), whose θ-step is ``theta_update``: :class:`HeldTheta` for MCEM's
     E-step (θ put in ``state.z`` stays there; its prior is not used, it may be improper), the M-step
     for stochastic EM."""
     if unknown_n:
-        return ReversibleJumpKernel(model, theta_update=theta_update, size_moves=size_moves)
+        return ReversibleJumpKernel(
+            model, theta_update=theta_update, size_moves=size_moves, noncentred_moves=0
+        )
     return DataAugmentationKernel(model, theta_update=theta_update, noncentred_moves=0)
 
 

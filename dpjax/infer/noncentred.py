@@ -4,7 +4,8 @@ The centred step θ | x crawls when the release is weak compared with the confid
 Here the latent records are re-expressed as noise variables u with a θ-free law, x = g(θ, u):
 
 - loc-scale families (Normal, Laplace, Cauchy, Logistic) and Exponential: u = (x - loc) / scale,
-  the transformation of ``numpyro.infer.reparam.LocScaleReparam(centered=0)``;
+  the transformation of ``numpyro.infer.reparam.LocScaleReparam(centered=0)``; MultivariateNormal:
+  u = L⁻¹(x − loc) with L its ``scale_tril``;
 - Bernoulli, Categorical and Poisson: u ~ Uniform(F(x-1), F(x)) drawn given x (inverse CDF);
 - any other family registered with :func:`register_noise_representation`.
 
@@ -24,6 +25,7 @@ log η(s | T)). Each move is O(n · dim T) and vectorised over the records.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -31,6 +33,7 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from jax import random
 from jax.flatten_util import ravel_pytree
+from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import gammaincc, ndtri
 from numpyro import handlers
 from numpyro.distributions import biject_to
@@ -182,6 +185,13 @@ def _poisson_from_noise(fn, u, dtype):
     return hi.astype(dtype)
 
 
+def _solve_lower(scale_tril, b):
+    """L⁻¹ b for each vector b along the last axis; one solve for all of them when L is shared."""
+    if scale_tril.ndim == 2:
+        return solve_triangular(scale_tril, b.reshape(-1, b.shape[-1]).T, lower=True).T.reshape(b.shape)
+    return jnp.vectorize(partial(solve_triangular, lower=True), signature="(p,p),(p)->(p)")(scale_tril, b)
+
+
 def _poisson_exact(fn, dtype, limit=None):
     limit = POISSON_RATE_LIMIT[jnp.dtype(dtype)] if limit is None else limit
     return jnp.all(fn.rate <= limit)
@@ -191,6 +201,11 @@ for _family in (dist.Normal, dist.Laplace, dist.Cauchy, dist.Logistic):  # u = (
     register_noise_representation(
         _family, lambda key, fn, x: (x - fn.loc) / fn.scale, lambda fn, u, dtype: fn.loc + fn.scale * u
     )
+register_noise_representation(  # u = L⁻¹(x − loc), L the Cholesky factor of the covariance
+    dist.MultivariateNormal,
+    lambda key, fn, x: _solve_lower(fn.scale_tril, x - fn.loc),
+    lambda fn, u, dtype: fn.loc + jnp.einsum("...ij,...j->...i", fn.scale_tril, u),
+)
 register_noise_representation(
     dist.Exponential, lambda key, fn, x: x * fn.rate, lambda fn, u, dtype: u / fn.rate
 )

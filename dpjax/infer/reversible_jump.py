@@ -19,6 +19,7 @@ from numpyro.infer.hmc import HMC
 from ..primitives import allow_overflow
 from .birth_death import birth_death
 from .data_augmentation import DataAugmentationKernel
+from .joint_size_moves import init_joint_state, joint_size_moves
 
 __all__ = ["CapacityWarning", "ReversibleJumpKernel"]
 
@@ -69,6 +70,13 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         as a sweep over a few thousand records. Their fresh records come from one model call whose
         records_plate holds ``size_moves`` slots, so the records must be built from the plate alone
         (no arrays sized by the capacity).
+    :param noncentred_moves: random-walk Metropolis moves of θ and n together per iteration, the
+        records held fixed as noise variables u, x = g(θ, u) (:mod:`dpjax.infer.joint_size_moves`).
+        A noisy n_dp leaves (θ, n) on a narrow ridge n·E_θ[t] ≈ s, along which births/deaths at
+        fixed θ and θ-steps at fixed records both crawl; these moves follow it, with a proposal
+        covariance learnt in warmup. Each costs O(capacity). ``"auto"`` (default): 5 when every
+        latent record site has a noise representation and θ is continuous, else 0; an int forces
+        that many (``ValueError`` where they cannot apply).
     :param hold_size: how many of the first warmup iterations keep n at its start (no birth/death
         moves); default: half of ``num_warmup``. Meanwhile the sweep and θ fit the records to the
         release at the noisy n, as with a known n. Moving n from the start lets it run along the ridge
@@ -114,6 +122,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         inner_kernel: HMC | None = None,
         theta_update: Callable | None = None,
         size_moves: int = 100,
+        noncentred_moves: int | str = "auto",
         hold_size: int | None = None,
         store_records: bool = False,
     ):
@@ -127,14 +136,19 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             model,
             inner_kernel=inner_kernel,
             theta_update=theta_update,
-            noncentred_moves=0,
+            noncentred_moves=noncentred_moves,
             store_records=store_records,
         )
         self._size_moves = int(size_moves)
         self._hold_size = hold_size
 
     def _settings(self) -> dict:
-        return dict(theta_update=self._theta_update, size_moves=self._size_moves, hold_size=self._hold_size)
+        return dict(
+            theta_update=self._theta_update,
+            size_moves=self._size_moves,
+            noncentred_moves=self._noncentred,
+            hold_size=self._hold_size,
+        )
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         if self._hold_size is not None and self._hold_size > num_warmup:
@@ -193,6 +207,38 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             lower=lower,
             enabled=enabled,
         )
+
+    def _init_nc(self, theta):
+        return init_joint_state(theta, self._supports)
+
+    def _active(self, size):
+        (n,) = size.values()
+        return jnp.arange(self._size_bounds[1]) < n
+
+    def _joint_moves(self, rng_key, state, theta, size, records, model_args, model_kwargs):
+        """The joint (θ, n) moves with the record noise held (:mod:`dpjax.infer.joint_size_moves`)."""
+        key_fresh, key_moves = jax.random.split(rng_key)
+        fresh = self._simulate(key_fresh, {**theta, **size}, model_args, model_kwargs)
+        (site,) = self._size_site
+        theta, n, records, nc, rate, blocked = joint_size_moves(
+            key_moves,
+            state.nc,
+            theta,
+            size[site],
+            records,
+            fresh,
+            model=self._model,
+            supports=self._supports,
+            size_site=site,
+            bounds=self._size_bounds,
+            support=self._size_support[site],
+            num_moves=self._num_moves,
+            enabled=state.iteration >= self._held_for,
+            adapting=state.iteration < self._num_warmup,
+            model_args=model_args,
+            model_kwargs=model_kwargs,
+        )
+        return theta, {site: n}, records, nc, rate, blocked
 
     def _resolve_size(self, tr):
         super()._resolve_size(tr)

@@ -147,7 +147,11 @@ def _regression_cells(n, T, capacity, num_warmup, num_samples, stochastic_em=Fal
         def model(s_dp, n_dp, eps_s, eps_n):
             m.unknown_n_regression(capacity, s_dp, n_dp, eps_s=eps_s, eps_n=eps_n)
 
-        kernel = ReversibleJumpKernel(model, theta_update=theta_update("n"), size_moves=100)
+        # stochastic EM: θ is the M-step's, which joint (θ, n) moves would overwrite
+        moves = 0 if stochastic_em else "auto"
+        kernel = ReversibleJumpKernel(
+            model, theta_update=theta_update("n"), size_moves=100, noncentred_moves=moves
+        )
         size = lambda state: state.z["n"].astype(state.z["tau"].dtype)
 
     collect = lambda state: {
