@@ -290,6 +290,7 @@ def awan_table1(quick: bool, progress: bool) -> Report:
             "iterations": iterations,
             "burn_in": num_warmup,
             "size_moves": 100,
+            "noncentred_moves": 5,
             "capacity": {_eps(k): v for k, v in CAPACITY.items()},
         },
         notes=(
@@ -299,8 +300,8 @@ def awan_table1(quick: bool, progress: bool) -> Report:
             "Laplace(1/ε_n), "
             f"and a new chain of {iterations} iterations ({num_warmup} burn-in). Unknown n: "
             "ReversibleJumpKernel "
-            "with the exact θ-step and 100 birth/death moves per iteration (the seed's code makes "
-            "one); ε_n = ∞: "
+            "with the exact θ-step, 100 birth/death moves per iteration (the seed's code makes "
+            "one) and 5 joint (θ, n) moves with the record noise held; ε_n = ∞: "
             "n public, DataAugmentationKernel. Prior of n: uniform on 1..capacity (the seed's flat prior is "
             "improper); the cells table gives the largest n drawn. Our figure: mean over replicates "
             "± sd/√R; the "
