@@ -1,10 +1,14 @@
-"""Unknown n (ReversibleJumpKernel): how many birth/death moves per iteration n needs, and what
-a move and a record update cost as n grows.
+"""Unknown n (ReversibleJumpKernel): how many birth/death moves and joint (θ, n) moves per
+iteration n needs, and what a move and a record update cost as n grows.
 
 - ``moves``: ESS(n)/s and ESS(p)/s for K = 1 (the seed's code), 10, 100 (the default) and 300
-  birth/death moves per iteration, on Bernoulli records with a noisy count (ε_s = 1) and a noisy
-  n (ε_n = 0.01, so the posterior sd of n is about 140), n ≈ 1 000, a flat prior on 1..capacity,
-  exact θ-step; 4 vmapped chains, compile time apart.
+  birth/death moves per iteration, without and with J joint (θ, n) moves (5: the default), on
+  Bernoulli records with a noisy count (ε_s = 1) and a noisy n (ε_n = 0.01, so the posterior sd of
+  n is about 140), n ≈ 1 000, a flat prior on 1..capacity, exact θ-step; 4 vmapped chains, compile
+  time apart.
+- ``regression``: Table 1's model (awan-table1's dataset, n = 1 000, ε_n = 0.01, capacity 3 000),
+  4 releases per ε_s, 2 chains × (1 000 warmup + 1 000 draws) each: ESS and split R-hat of n over
+  the two chains, without and with the joint moves, and the study's seconds.
 - ``cost``: ns per birth/death move (``birth_death`` alone, 1 000 moves, dim T = 2) and ns per
   record update of one full iteration (θ-step, record sweep over the n active of capacity slots,
   100 moves), for n = 10² … 10⁶ (capacity 1.2 n): both must stay flat in n.
@@ -45,14 +49,47 @@ def beta_update(key, records, params):
 def moves_rows(num_warmup, num_samples):
     args = (2_000, jnp.array(312.4), jnp.array(1_043.0))
     rows = []
-    for k in (1, 10, 100, 300):
-        kernel = ReversibleJumpKernel(model, theta_update=beta_update, size_moves=k)
-        res = {"K": k}
+    for k, j in ((1, 0), (10, 0), (100, 0), (300, 0), (1, 5), (100, 5), (100, 20)):
+        kernel = ReversibleJumpKernel(model, theta_update=beta_update, size_moves=k, noncentred_moves=j)
+        res = {"K": k, "J": j}
         for site in ("n", "p"):
             r = measure_ess(kernel, args, site, num_warmup, num_samples)
             res[site] = r
         rows.append(res)
-        print(k, {s: round(res[s]["min_ess_per_s"], 1) for s in ("n", "p")}, flush=True)
+        print(k, j, {s: round(res[s]["min_ess_per_s"], 1) for s in ("n", "p")}, flush=True)
+    return rows
+
+
+def regression_rows(releases, iterations):
+    """Table 1's model at ε_n = 0.01: ESS and R-hat of n without and with the joint moves."""
+    from dpjax.reproduce.unknown_n import N, _regression_cells, confidential_regression_data
+    from dpjax.studies import posterior_summaries, run_study
+
+    _, _, T = confidential_regression_data(N)
+    summaries = posterior_summaries({"n": ("mean", "sd", "ess", "rhat")})
+    rows = []
+    for j in (0, 5):
+        cell = _regression_cells(
+            N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=j
+        )
+        df = run_study(
+            cell, {"eps_s": [0.1, 1.0], "eps_n": [0.01]}, replicates=releases, rng_key=jax.random.key(11),
+            summaries=summaries, progress_bar=False,
+        )  # fmt: skip
+        for es, g in df.groupby("eps_s"):
+            rows.append(
+                {
+                    "J": j,
+                    "ε_s": es,
+                    "ESS(n): median": g["n_ess"].median(),
+                    "min": g["n_ess"].min(),
+                    "R-hat(n): median": g["n_rhat"].median(),
+                    "max": g["n_rhat"].max(),
+                    "posterior sd of n: mean": g["n_sd"].mean(),
+                    "seconds": g["seconds"].iloc[0],
+                }
+            )
+            print(rows[-1], flush=True)
     return rows
 
 
@@ -78,10 +115,10 @@ def move_ns(capacity, num_moves=1_000):
     return 1e9 * best_time(run, k3, records, t_records) / num_moves
 
 
-def iteration_ns(n):
-    """ns per active record of one full ReversibleJumpKernel iteration (K = 100)."""
+def iteration_ns(n, joint_moves):
+    """ns per active record of one full ReversibleJumpKernel iteration (K = 100, J joint moves)."""
     capacity = int(1.2 * n)
-    kernel = ReversibleJumpKernel(model, theta_update=beta_update)
+    kernel = ReversibleJumpKernel(model, theta_update=beta_update, noncentred_moves=joint_moves)
     args = (capacity, jnp.array(0.3 * n), jnp.array(float(n)))
     iters = max(2, int(2e6 // n))
 
@@ -105,15 +142,17 @@ def main():
     warmup, samples = (200, 500) if args.quick else (1_000, 5_000)
     sizes = [100, 1_000] if args.quick else [100, 1_000, 10_000, 100_000, 1_000_000]
     rows = moves_rows(warmup, samples)
+    regression = regression_rows(*((1, 200) if args.quick else (4, 2_000)))
     cost = []
     for n in sizes:
-        c = {"n": n, "move_ns": move_ns(int(1.2 * n)), "record_ns": iteration_ns(n)}
+        c = {"n": n, "move_ns": move_ns(int(1.2 * n)), "record_ns": iteration_ns(n, 0)}
+        c["record_ns_joint"] = iteration_ns(n, 5)
         cost.append(c)
         print(c, flush=True)
     md = [
         "# Unknown n: birth/death moves per iteration and cost as n grows",
         "",
-        "## ESS per second against the number K of birth/death moves per iteration",
+        "## ESS per second against the numbers of birth/death moves (K) and joint (θ, n) moves (J)",
         "",
         f"Bernoulli records, noisy count (ε_s = {EPS_S}), noisy n (ε_n = {EPS_N}, n_dp = 1043), flat prior on "
         f"1..2000, exact θ-step; 4 vmapped chains × ({warmup} warmup + {samples} draws); compile time apart.",
@@ -122,11 +161,26 @@ def main():
             rows,
             [
                 ("K", lambda r: r["K"]),
+                ("J", lambda r: r["J"]),
                 ("ESS(n)", lambda r: f"{r['n']['min_ess']:.0f}"),
                 ("ESS(n)/s", lambda r: f"{r['n']['min_ess_per_s']:.1f}"),
                 ("ESS(p)", lambda r: f"{r['p']['min_ess']:.0f}"),
                 ("ESS(p)/s", lambda r: f"{r['p']['min_ess_per_s']:.1f}"),
                 ("sampling s", lambda r: f"{r['n']['seconds']:.2f}"),
+            ],
+        ),
+        "",
+        "## Table 1's model at ε_n = 0.01, without (J = 0) and with (J = 5) the joint moves",
+        "",
+        "awan-table1's dataset (n = 1 000), capacity 3 000, per ε_s 4 releases (s, n_dp), 2 chains × "
+        "(1 000 warmup + 1 000 draws) each; ESS and split R-hat of n over a release's two chains (median "
+        "and worst over releases); seconds: the whole ε_s cell, compile time included.",
+        "",
+        *table(
+            regression,
+            [
+                (k, lambda r, k=k: f"{r[k]:.3g}" if isinstance(r[k], float) else str(r[k]))
+                for k in regression[0]
             ],
         ),
         "",
@@ -137,11 +191,13 @@ def main():
             [
                 ("n", lambda r: f"{r['n']:,}"),
                 ("ns per birth/death move", lambda r: f"{r['move_ns']:.0f}"),
-                ("ns per record, full iteration (K = 100)", lambda r: f"{r['record_ns']:.1f}"),
+                ("ns per record, full iteration (K = 100, J = 0)", lambda r: f"{r['record_ns']:.1f}"),
+                ("(K = 100, J = 5)", lambda r: f"{r['record_ns_joint']:.1f}"),
             ],
         ),
     ]
-    write_results("unknown_n", {"moves": rows, "cost": cost, "quick": args.quick}, "\n".join(md))
+    results = {"moves": rows, "regression": regression, "cost": cost, "quick": args.quick}
+    write_results("unknown_n", results, "\n".join(md))
 
 
 if __name__ == "__main__":

@@ -62,11 +62,13 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     per-record statistic is 1 (or is absent: then only s informs n). Each iteration is one
     :class:`DataAugmentationKernel` iteration over the n active records (θ | x by an inner NUTS or
     ``theta_update``, the record sweep), then ``size_moves`` birth/death moves of n, each O(dim T)
-    (:func:`dpjax.infer.birth_death.birth_death`). n appears in the draws (and in ArviZ).
+    (:func:`dpjax.infer.birth_death.birth_death`), then ``noncentred_moves`` joint moves of (θ, n)
+    (:mod:`dpjax.infer.joint_size_moves`). n appears in the draws (and in ArviZ).
 
     :param size_moves: birth/death moves per iteration. n moves by ±1 per accepted move, so it
         needs about (posterior sd of n)² moves to cross its posterior; one move per iteration (the
-        seed's code) leaves n nearly stuck when n_dp is noisy. The default 100 costs about as much
+        seed's code) leaves n nearly stuck when n_dp is noisy, and at fixed θ even 300 do not free it
+        (the joint moves below do). The default 100 costs about as much
         as a sweep over a few thousand records. Their fresh records come from one model call whose
         records_plate holds ``size_moves`` slots, so the records must be built from the plate alone
         (no arrays sized by the capacity).

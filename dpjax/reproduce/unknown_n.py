@@ -109,10 +109,12 @@ def confidential_regression_data(n: int, seed: int = 2025):
 
 
 # ------------------------------------------------------------------------------ Table 1 (RJMCMC)
-def _regression_cells(n, T, capacity, num_warmup, num_samples, stochastic_em=False, num_chains=1):
+def _regression_cells(
+    n, T, capacity, num_warmup, num_samples, stochastic_em=False, num_chains=1, noncentred_moves="auto"
+):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
     chains of β, τ and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model
-    with n conditioned.
+    with n conditioned; else ReversibleJumpKernel with ``noncentred_moves`` joint (θ, n) moves.
     ``stochastic_em``: θ set to the closed-form M-step at every iteration (the chain of stochastic EM),
     not drawn from its conditional, starting from the data-generating θ and records drawn there."""
     from numpyro import handlers
@@ -148,7 +150,7 @@ def _regression_cells(n, T, capacity, num_warmup, num_samples, stochastic_em=Fal
             m.unknown_n_regression(capacity, s_dp, n_dp, eps_s=eps_s, eps_n=eps_n)
 
         # stochastic EM: θ is the M-step's, which joint (θ, n) moves would overwrite
-        moves = 0 if stochastic_em else "auto"
+        moves = 0 if stochastic_em else noncentred_moves
         kernel = ReversibleJumpKernel(
             model, theta_update=theta_update("n"), size_moves=100, noncentred_moves=moves
         )
