@@ -25,7 +25,6 @@ log η(s | T)). Each move is O(n · dim T) and vectorised over the records.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -33,7 +32,6 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from jax import random
 from jax.flatten_util import ravel_pytree
-from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import gammaincc, ndtri
 from numpyro import handlers
 from numpyro.distributions import biject_to
@@ -186,10 +184,14 @@ def _poisson_from_noise(fn, u, dtype):
 
 
 def _solve_lower(scale_tril, b):
-    """L⁻¹ b for each vector b along the last axis; one solve for all of them when L is shared."""
-    if scale_tril.ndim == 2:
-        return solve_triangular(scale_tril, b.reshape(-1, b.shape[-1]).T, lower=True).T.reshape(b.shape)
-    return jnp.vectorize(partial(solve_triangular, lower=True), signature="(p,p),(p)->(p)")(scale_tril, b)
+    """L⁻¹ b for each vector b along the last axis, by forward substitution over its (few)
+    coordinates: elementwise over the records, no LAPACK call (XLA's batched triangular solve over
+    thousands of records, vmapped over chains on several CPU devices, deadlocked)."""
+    u = []
+    for i in range(b.shape[-1]):
+        partial_sum = sum((scale_tril[..., i, j] * u[j] for j in range(i)), jnp.zeros_like(b[..., i]))
+        u.append((b[..., i] - partial_sum) / scale_tril[..., i, i])
+    return jnp.stack(u, -1)
 
 
 def _poisson_exact(fn, dtype, limit=None):
