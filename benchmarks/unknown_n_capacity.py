@@ -53,7 +53,7 @@ def main():
         "# Table 1 at ε_n = 0.001: the posterior of n and the capacity\n\n"
         f"{RELEASES} releases (s, n_dp) of the awan-table1 dataset (n = {N:,}) per cell, ε_n = 0.001 (n_dp's "
         f"noise sd 1 414), two reversible-jump chains per release ({ITERATIONS // 2:,} warmup + "
-        f"{ITERATIONS // 2:,} draws, 100 birth/death moves per iteration), prior of n uniform on "
+        f"{ITERATIONS // 2:,} draws, 100 birth/death and 5 joint (θ, n) moves per iteration), prior of n uniform on "
         "1..capacity. E n: the posterior mean of n per release (min, median, max over releases). Mass near "
         "capacity: the share of draws with n within 1 % of the capacity. R-hat: split R-hat of n over "
         "the two chains of a release.\n\n" + "\n".join(table(rows, columns))
