@@ -27,7 +27,7 @@ from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro.distributions import biject_to
 
-from .noncentred import _log_target, noise_of
+from .noncentred import noise_of, unconstrained_target
 
 __all__ = ["JointState", "init_joint_state", "joint_size_moves"]
 
@@ -81,7 +81,7 @@ def joint_size_moves(
     model,
     supports: dict,
     size_site: str,
-    bounds: tuple[int, int],
+    capacity: int,
     support,
     num_moves: int,
     enabled,
@@ -93,32 +93,25 @@ def joint_size_moves(
 
     :param records: the records buffer (its first n slots are the database).
     :param fresh: records drawn from f(·|θ) for every slot, whose noise fills the slots ≥ n.
-    :param bounds: (lowest n of the prior's support, capacity); a proposal outside is refused.
-    :param support: n's prior support (a constraint): a refused n* > capacity that it admits is
-      counted as blocked.
+    :param capacity: the records buffer's slots; a proposal n* outside the prior's ``support`` (a
+      constraint) or above the capacity is refused, and counted as blocked when the support admits it.
     :param enabled: a boolean scalar; when false nothing moves (n is held) and nothing adapts.
     :param adapting: a boolean scalar; whether the proposal's covariance and step adapt (warmup).
     :returns: ``(theta, n, records, state, accept_rate, blocked)``; records are g(θ, u) in every
       slot, ``blocked`` counts proposals refused for passing the capacity.
     """
-    lower, capacity = bounds
     key_u, key_moves = random.split(rng_key)
     active = jnp.arange(capacity) < n
     buffer = {
         k: jnp.where(active.reshape((-1,) + (1,) * (v.ndim - 1)), v, fresh[k]) for k, v in records.items()
     }
-    dtypes = {k: v.dtype for k, v in records.items()}
     noise = noise_of(key_u, model, {**theta, size_site: n}, buffer, model_args, model_kwargs)
-    transforms = {k: biject_to(supports[k]) for k in theta}
-    phi, unravel = ravel_pytree({k: transforms[k].inv(theta[k]) for k in theta})
+    dtypes = {k: v.dtype for k, v in records.items()}
+    phi, target = unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs)
 
     def log_density(phi, n):
-        parts = unravel(phi)
-        theta = {k: transforms[k](v) for k, v in parts.items()}
-        log_jac = sum(jnp.sum(transforms[k].log_abs_det_jacobian(parts[k], theta[k])) for k in parts)
-        log_p, recs = _log_target(model, noise, dtypes, model_args, model_kwargs, {**theta, size_site: n})
-        inside = (n >= lower) & (n <= capacity)
-        return jnp.where(inside, log_p + log_jac, -jnp.inf), theta, recs
+        log_p, theta, recs = target(phi, {size_site: n})
+        return jnp.where(support(n) & (n <= capacity), log_p, -jnp.inf), theta, recs
 
     chol = jnp.exp(state.log_step) * _cholesky(state)
 

@@ -281,6 +281,23 @@ def _log_target(model, noise, dtypes, model_args, model_kwargs, theta):
     return jnp.where(rebuilt.exact, lp, -jnp.inf), {k: tr[k]["value"] for k in noise}
 
 
+def unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs):
+    """θ flattened in its unconstrained space, and ``log_density(flat, given={})``: the log target of
+    :func:`_log_target` there (plus log |J|) with the sites ``given`` (e.g. n) fixed, returning
+    ``(log density, θ, rebuilt records)``."""
+    transforms = {k: biject_to(supports[k]) for k in theta}
+    flat, unravel = ravel_pytree({k: transforms[k].inv(theta[k]) for k in theta})
+
+    def log_density(flat, given={}):  # noqa: B006 (read only)
+        phi = unravel(flat)
+        theta = {k: transforms[k](v) for k, v in phi.items()}
+        log_jac = sum(jnp.sum(transforms[k].log_abs_det_jacobian(phi[k], theta[k])) for k in phi)
+        log_p, recs = _log_target(model, noise, dtypes, model_args, model_kwargs, {**theta, **given})
+        return log_p + log_jac, theta, recs
+
+    return flat, log_density
+
+
 def noncentred_moves(
     rng_key,
     nc: NCState,
@@ -300,19 +317,9 @@ def noncentred_moves(
     records when every move is rejected).
     """
     key_u, key_moves = random.split(rng_key)
-    dtypes = {k: v.dtype for k, v in records.items()}
     noise = noise_of(key_u, model, theta, records, model_args, model_kwargs)
-    transforms = {k: biject_to(supports[k]) for k in theta}
-    phi = {k: transforms[k].inv(theta[k]) for k in theta}
-    flat, unravel = ravel_pytree(phi)
-
-    def log_density(flat):
-        phi = unravel(flat)
-        theta = {k: transforms[k](v) for k, v in phi.items()}
-        log_jac = sum(jnp.sum(transforms[k].log_abs_det_jacobian(phi[k], theta[k])) for k in phi)
-        log_p, recs = _log_target(model, noise, dtypes, model_args, model_kwargs, theta)
-        return log_p + log_jac, theta, recs
-
+    dtypes = {k: v.dtype for k, v in records.items()}
+    flat, log_density = unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs)
     scale = proposal_scale(nc)
 
     def move(carry, key):

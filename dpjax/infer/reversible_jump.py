@@ -232,7 +232,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             model=self._model,
             supports=self._supports,
             size_site=site,
-            bounds=self._size_bounds,
+            capacity=self._size_bounds[1],
             support=self._size_support[site],
             num_moves=self._num_moves,
             enabled=state.iteration >= self._held_for,
