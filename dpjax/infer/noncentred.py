@@ -206,7 +206,7 @@ for _family in (dist.Normal, dist.Laplace, dist.Cauchy, dist.Logistic):  # u = (
 register_noise_representation(  # u = L⁻¹(x − loc), L the Cholesky factor of the covariance
     dist.MultivariateNormal,
     lambda key, fn, x: _solve_lower(fn.scale_tril, x - fn.loc),
-    lambda fn, u, dtype: fn.loc + jnp.einsum("...ij,...j->...i", fn.scale_tril, u),
+    lambda fn, u, dtype: fn.loc + jnp.sum(fn.scale_tril * u[..., None, :], -1),
 )
 register_noise_representation(
     dist.Exponential, lambda key, fn, x: x * fn.rate, lambda fn, u, dtype: u / fn.rate
