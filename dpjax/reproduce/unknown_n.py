@@ -351,7 +351,7 @@ def _capped_m_step(records, weights):
     "awan-table2",
     source="Awan, Barrientos & Ju, §6.1, Table 2",
     title="Linear regression with a private sample size: MLEs of β and τ by stochastic EM",
-    full_cost="~15 min on 2 cores (6 ε_n × 100 replicates × 10 000 iterations, n = 1 000)",
+    full_cost="~20 min on 2 cores (6 ε_n × 100 replicates × 10 000 iterations, n = 1 000)",
 )
 def awan_table2(quick: bool, progress: bool) -> Report:
     """Per replicate a new release (s, n_dp) of the Table 1 dataset (ε_s = 1) and one stochastic-EM
