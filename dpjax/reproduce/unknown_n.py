@@ -22,9 +22,9 @@ EPS_N = (0.001, 0.01, 0.1, 1.0, 10.0, float("inf"))
 # is improper; ours is uniform on 1..capacity); ε_n = ∞ needs exactly n slots
 CAPACITY = {0.001: 3_000, 0.01: 2_000, 0.1: 1_200, 1.0: 1_200, 10.0: 1_200}
 # joint (θ, n) moves per iteration per ε_n: where n_dp is this noisy, n drifts along the ridge
-# n·E_θ[t] ≈ s that birth/death moves cross slowly (ESS(n) 4–12 per 5 000 draws without the moves);
-# at ε_n ≥ 0.1 n_dp pins n and the birth/death moves alone give ESS(n) > 400, so the moves' O(n)
-# passes (1.5–2.3× the iteration's cost) would buy nothing
+# n·E_θ[t] ≈ s that birth/death moves cross slowly (ESS(n) 6–12 per 5 000 draws without the moves,
+# 38–330 with them); at ε_n ≥ 0.1 n_dp pins n and the birth/death moves alone give ESS(n) > 400, so
+# the moves' O(capacity) passes (1.5–2.0× a cell's time in the full run) would buy nothing
 JOINT_MOVES = {0.001: 5, 0.01: 5, 0.1: 0, 1.0: 0, 10.0: 0}
 STATS = ("E β0", "Var β0", "E β1", "Var β1", "E β2", "Var β2", "E τ", "Var τ", "E n", "Var n")
 _COLUMNS = [f"{s}_{k}" for s in ("beta[0]", "beta[1]", "beta[2]", "tau", "n") for k in ("mean", "var")]
