@@ -61,3 +61,46 @@ def test_quick(name, tmp_path):
     for row in table.itertuples():
         args = [nan_none(getattr(row, c)) for c in ("dpjax", "dpjax_se", "seed", "seed_se", "tol")]
         assert judge(*args)[1] == row.verdict, row
+
+
+def test_interrupted_experiment_resumes_its_finished_cells(tmp_path, capsys):
+    """A stopped `dpjax reproduce` keeps the cells its studies finished and the next run computes only
+    the others; once the results are written the kept cells are deleted (a later run starts afresh)."""
+    import jax
+
+    from dpjax.reproduce import Report, experiment, study_table
+    from dpjax.studies import run_study
+
+    computed, stop_after = [], [1]
+
+    def on_cell(params, frame):
+        computed.append(params["mu"])
+        if len(computed) == stop_after[0]:
+            raise KeyboardInterrupt
+
+    @experiment("test-resume", source="test", title="resume", full_cost="seconds")
+    def run(quick, progress):
+        cell = lambda key, mu: {"mean": mu + jax.random.normal(key, (50,)).mean()}
+        df = run_study(
+            cell, {"mu": [0.0, 1.0, 2.0]}, replicates=2, rng_key=jax.random.key(0), progress_bar=False,
+            on_cell=on_cell, out=study_table("means"),
+        )  # fmt: skip
+        means = df.groupby("mu")["mean"].mean()
+        return Report("resume", compare([{"quantity": f"mean at {k}", "dpjax": v} for k, v in means.items()]))
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_experiment("test-resume", quick=True, out=tmp_path)
+        assert computed == [0.0] and (tmp_path / ".test-resume.quick.cells" / "means.csv").exists()
+        stop_after[0] = 0  # no more interruptions
+        resumed = run_experiment("test-resume", quick=True, out=tmp_path)
+        assert computed == [0.0, 1.0, 2.0], "the finished cell was computed again"
+        assert "resuming the finished cells" in capsys.readouterr().err
+        assert not (tmp_path / ".test-resume.quick.cells").exists()
+        # an uninterrupted run gives the same table
+        computed.clear()
+        again = run_experiment("test-resume", quick=True, out=tmp_path / "again")
+        assert computed == [0.0, 1.0, 2.0]
+        pd.testing.assert_frame_equal(resumed.comparison, again.comparison)
+    finally:
+        REGISTRY.pop("test-resume", None)

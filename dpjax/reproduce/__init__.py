@@ -14,7 +14,17 @@ reduced version in seconds (the test suite runs every one).
 """
 
 from . import compositional, gong, ju, lazzarini, unknown_n  # noqa: F401  (registers the experiments)
-from ._core import REGISTRY, Experiment, Report, compare, experiment, judge, markdown_table, run_experiment
+from ._core import (
+    REGISTRY,
+    Experiment,
+    Report,
+    compare,
+    experiment,
+    judge,
+    markdown_table,
+    run_experiment,
+    study_table,
+)
 
 __all__ = [
     "REGISTRY",
@@ -25,4 +35,5 @@ __all__ = [
     "judge",
     "markdown_table",
     "run_experiment",
+    "study_table",
 ]

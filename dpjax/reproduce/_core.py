@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import math
 import platform
+import shutil
+import sys
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +50,17 @@ class Experiment:
 
 
 REGISTRY: dict[str, Experiment] = {}
+
+_CELLS: ContextVar[Path | None] = ContextVar("dpjax_reproduce_cells", default=None)
+
+
+def study_table(label: str) -> Path | None:
+    """The ``out`` an experiment passes to :func:`dpjax.studies.run_study` (``label`` names the study
+    within the experiment): under :func:`run_experiment` a table of finished cells in
+    ``<out>/.<name>.cells/``, so that a stopped ``dpjax reproduce`` resumes where it stopped; else
+    ``None``."""
+    cells = _CELLS.get()
+    return None if cells is None else cells / f"{label}.csv"
 
 
 def experiment(name: str, *, source: str, title: str, full_cost: str, needs: tuple[str, ...] = ()):
@@ -138,7 +152,11 @@ def _jsonable(o):
 
 
 def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", progress: bool = True) -> Report:
-    """Run one registered experiment and write ``<out>/<name>.md``, ``.json`` and one PNG per figure."""
+    """Run one registered experiment and write ``<out>/<name>.md``, ``.json`` and one PNG per figure.
+
+    Its studies keep their finished cells in ``<out>/.<name>.cells/`` (``.<name>.quick.cells/`` with
+    ``quick``) until the experiment is done: run it again after an interruption and it resumes there
+    (delete that folder to start afresh, e.g. after changing the code)."""
     if name not in REGISTRY:
         raise ValueError(f"unknown experiment {name!r}; `dpjax reproduce --list` lists them")
     exp = REGISTRY[name]
@@ -151,8 +169,16 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
             ) from err
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    cells = out / f".{name}{'.quick' if quick else ''}.cells"
+    if cells.exists() and any(cells.glob("*.csv")):
+        print(f"{name}: resuming the finished cells in {cells} (delete it to start afresh)", file=sys.stderr)
+    cells.mkdir(exist_ok=True)
+    token = _CELLS.set(cells)
     start = time.perf_counter()
-    report = exp.run(quick, progress)
+    try:
+        report = exp.run(quick, progress)
+    finally:
+        _CELLS.reset(token)
     seconds = time.perf_counter() - start
     if list(report.comparison.columns) != COMPARISON_COLUMNS:
         raise RuntimeError(f"{name}: the comparison table must come from dpjax.reproduce.compare")
@@ -194,4 +220,5 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
         "figures": pngs,
     }
     (out / f"{name}.json").write_text(json.dumps(payload, indent=2, default=_jsonable))
+    shutil.rmtree(cells)  # the results are written: a later run starts afresh
     return report

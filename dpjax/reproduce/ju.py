@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._core import Report, compare, experiment
+from ._core import Report, compare, experiment, study_table
 
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)  # the seed's privacy levels (§4 "Simulation setup")
 NOMINAL = 0.9  # level of the seed's credible intervals
@@ -96,6 +96,7 @@ def _run(kernel, n, mechanism, statistic, simulate, truth, scale, rng_key, progr
         rng_key=rng_key,
         summaries=summaries,
         progress_bar=progress,
+        out=study_table(site),
     )
     df.insert(1, "data", np.where(df["fresh"] > 0, "fresh", "fixed"))
     return df

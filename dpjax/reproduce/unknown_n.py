@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._core import Report, compare, experiment
+from ._core import Report, compare, experiment, study_table
 
 N = 1_000
 EPS_S = (0.1, 1.0)
@@ -208,6 +208,7 @@ def _regression_study(
             rng_key=jax.random.key(seed),
             summaries=summaries,
             progress_bar=progress,
+            out=study_table(f"{'stochastic-em' if stochastic_em else 'rjmcmc'}-{capacity}-{moves}"),
         )
         frames.append(df.assign(capacity=N if capacity is None else capacity))
     return pd.concat(frames, ignore_index=True)
@@ -619,6 +620,7 @@ def awan_table4(quick: bool, progress: bool) -> Report:
         replicates=replicates,
         rng_key=jax.random.key(2025),
         progress_bar=progress,
+        out=study_table("bootstrap"),
     )
     cols = [
         "boot_mean[0]", "boot_var[0]", "boot_mean[1]", "boot_var[1]", "boot_mean[2]", "boot_var[2]",
@@ -765,7 +767,9 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         init_params=start,
     )
     study = dict(rng_key=jax.random.key(2019), summaries=summaries, progress_bar=progress)
-    bounded = run_study(cell, {"eps_s": list(eps_s), "eps_n": [INF]}, replicates=2, **study)
+    bounded = run_study(
+        cell, {"eps_s": list(eps_s), "eps_n": [INF]}, replicates=2, out=study_table("bounded"), **study
+    )
     capacity = int(n + 12 / min(eps_n) + 10)  # n_dp's noise beyond 12/ε_n has probability e^-12
     collect = lambda st: {"alpha": st.z["alpha"], "n": st.z["n"].astype(st.z["alpha"].dtype)}
     kernel = ReversibleJumpKernel(partial(_atus_model, capacity))
@@ -773,7 +777,11 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         kernel, args_fn, num_warmup=warmup, num_samples=samples, collect=collect, init_params=start
     )
     unbounded = run_study(
-        cell, {"eps_s": list(eps_s), "eps_n": list(eps_n)}, replicates=realizations, **study
+        cell,
+        {"eps_s": list(eps_s), "eps_n": list(eps_n)},
+        replicates=realizations,
+        out=study_table("unbounded"),
+        **study,
     )
     df = pd.concat([bounded, unbounded], ignore_index=True)
     sd_cols = [f"alpha[{j}]_sd" for j in range(3)]
