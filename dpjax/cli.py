@@ -148,7 +148,8 @@ def main(argv=None) -> int:
         "reproduce",
         help="reproduce a table or figure of the seeds (markdown + JSON + PNG, compared with the seed)",
         description="Run experiments of dpjax.reproduce; each writes OUT/NAME.md, .json and PNGs with "
-        "dpjax's numbers next to the seed's and a verdict computed from the Monte Carlo errors.",
+        "dpjax's numbers next to the seed's and a verdict computed from the Monte Carlo errors. A stopped "
+        "run resumes from the cells kept in OUT/.NAME.cells/ (delete it to start afresh).",
     )
     r.add_argument("names", nargs="*", metavar="NAME", help="experiments to run, or 'all'")
     r.add_argument("--list", action="store_true", help="list the experiments and stop")
