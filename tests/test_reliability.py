@@ -10,7 +10,7 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 from numpyro.infer import MCMC
-from scipy.special import gammaln
+from scipy.special import digamma, gammaln
 
 import dpjax
 from dpjax.diagnostics import mcse_z
@@ -306,3 +306,30 @@ def test_records_hidden_model_uses_the_callers_key(make):
     assert len(np.unique(p)) == 4
     again = numpyro.infer.Predictive(mcmc.sampler.model, num_samples=4)(jax.random.key(1), 50)["p"]
     assert np.array_equal(p, np.asarray(again))
+
+
+def _dirichlet_model(n, s_dp=None):
+    alpha = numpyro.sample("alpha", dist.Gamma(1.0, 0.01).expand([3]).to_event(1))
+    with numpyro.plate("people", n):
+        x = numpyro.sample("x", dist.Dirichlet(alpha))
+    release = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=-2 * np.log(1e-3))
+    log_clamped = lambda r: jnp.log(jnp.clip(r["x"], 1e-3, 1.0))
+    dpjax.privatized("s", release, log_clamped, {"x": x}, plate="people", obs=s_dp)
+
+
+@pytest.mark.skipif(X64, reason="float32 only")
+@pytest.mark.parametrize("alpha, warns", [(300.0, True), (3.0, False)])
+def test_float32_round_off_that_would_stall_nuts_is_warned(alpha, warns):
+    """n · log Γ(α₀) reaches 10⁷ for 3 000 Dirichlet records at α = 300, where float32 resolves ~1:
+    NUTS's step-size adaptation would chase that noise (measured on the ATUS study: ~1 000 steps per
+    iteration in float32, ~15 in float64). At α = 3 the same records are far from it."""
+    n = 3_000
+    s_dp = jnp.full(3, n * (digamma(alpha) - digamma(3 * alpha)))
+    kernel = DataAugmentationKernel(_dirichlet_model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel.init(jax.random.key(0), 10, {"alpha": jnp.full(3, alpha)}, (n, s_dp), {})
+    hits = [w for w in caught if issubclass(w.category, dpjax.infer.RoundOffWarning)]
+    assert len(hits) == int(warns), [str(w.message) for w in caught]
+    if warns:
+        assert "JAX_ENABLE_X64=1" in str(hits[0].message)

@@ -2,7 +2,7 @@
 
 from .abc import ABCResult, ISResult, SlowABCWarning, abc_importance, exact_abc
 from .birth_death import BirthDeathResult, birth_death
-from .data_augmentation import DAState, DataAugmentationKernel
+from .data_augmentation import DAState, DataAugmentationKernel, RoundOffWarning
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
@@ -26,6 +26,7 @@ __all__ = [
     "PMState",
     "PseudoMarginalABC",
     "PseudoMarginalWarning",
+    "RoundOffWarning",
     "SlowABCWarning",
     "SweepResult",
     "abc_importance",
