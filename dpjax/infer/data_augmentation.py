@@ -404,7 +404,8 @@ class DataAugmentationKernel(PerChainKernel):
         (n · log Γ(α₀) for Dirichlet records), where float32 resolves ~0.5; step-size adaptation then
         chases that noise to a vanishing step (the ATUS study at 6 863 records: ~1 000 NUTS steps per
         iteration in float32, ~15 in float64). The noise is read off second differences of the
-        potential along a segment short enough for its curvature to be negligible."""
+        potential along a segment short enough for its curvature to be negligible. Only an eager
+        ``init`` is checked: under ``jit``/``vmap`` (e.g. a study's cells) the values are traced."""
         if self._inner is None or jnp.result_type(float) != jnp.float32 or not concrete(state.iteration):
             return
         first = jax.tree.map(lambda v: v[0], state) if state.iteration.ndim else state

@@ -155,8 +155,9 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
     """Run one registered experiment and write ``<out>/<name>.md``, ``.json`` and one PNG per figure.
 
     Its studies keep their finished cells in ``<out>/.<name>.cells/`` (``.<name>.quick.cells/`` with
-    ``quick``) until the experiment is done: run it again after an interruption and it resumes there
-    (delete that folder to start afresh, e.g. after changing the code)."""
+    ``quick``, ``….x64.cells/`` in 64-bit floats) until the experiment is done: run it again after an
+    interruption and it resumes there (delete that folder to start afresh, e.g. after changing the
+    code)."""
     if name not in REGISTRY:
         raise ValueError(f"unknown experiment {name!r}; `dpjax reproduce --list` lists them")
     exp = REGISTRY[name]
@@ -169,7 +170,10 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
             ) from err
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cells = out / f".{name}{'.quick' if quick else ''}.cells"
+    import jax
+
+    # one folder per float width: the same keys draw other numbers in x64, so cells must not mix
+    cells = out / f".{name}{'.quick' if quick else ''}{'.x64' if jax.config.jax_enable_x64 else ''}.cells"
     if cells.exists() and any(cells.glob("*.csv")):
         print(f"{name}: resuming the finished cells in {cells} (delete it to start afresh)", file=sys.stderr)
     cells.mkdir(exist_ok=True)
