@@ -175,30 +175,32 @@ def unknown_n_regression_update(num_records: int | None = None, hyper: dict | No
         n = jnp.sum(active).astype(x.dtype)
         w = active.astype(x.dtype)
         k_tau, k_beta, k_mu, k_phi = jax.random.split(rng_key, 4)
+        # every sum over the records from one moments matrix of z = (1, x, y) over the active slots:
+        # one O(n) pass (separate small matmuls over the records cost 3× more on CPU)
+        z = jnp.concatenate([jnp.ones((capacity, 1), x.dtype), x, y[:, None]], axis=1) * w[:, None]
+        moments = jnp.einsum("ni,nj->ij", z, z)
+        xtx, xty, yty = moments[: p + 1, : p + 1], moments[: p + 1, p + 1], moments[p + 1, p + 1]
         # (β, τ) | x, y: normal–inverse-gamma
-        design = jnp.concatenate([jnp.ones((capacity, 1), x.dtype), x], axis=1) * w[:, None]
-        yw = y * w
-        prec = h["V"] + design.T @ design
+        prec = h["V"] + xtx
         chol = jnp.linalg.cholesky(prec)
-        mean = jax.scipy.linalg.cho_solve((chol, True), h["V"] @ h["m"] + design.T @ yw)
-        resid = yw - design @ mean
+        mean = jax.scipy.linalg.cho_solve((chol, True), h["V"] @ h["m"] + xty)
+        rss = yty - 2 * mean @ xty + mean @ xtx @ mean  # ‖y − X mₙ‖²
         dm = mean - h["m"]
-        rate = (h["b"] + resid @ resid + dm @ h["V"] @ dm) / 2
+        rate = (h["b"] + rss + dm @ h["V"] @ dm) / 2
         tau = jax.random.gamma(k_tau, (h["a"] + n) / 2) / rate
-        z = jax.random.normal(k_beta, mean.shape, x.dtype)
-        beta = mean + jax.scipy.linalg.solve_triangular(chol.T, z, lower=False) / jnp.sqrt(tau)
+        eps = jax.random.normal(k_beta, mean.shape, x.dtype)
+        beta = mean + jax.scipy.linalg.solve_triangular(chol.T, eps, lower=False) / jnp.sqrt(tau)
         # μ | Φ, x
         phi = params["Phi"]
-        sum_x = w @ x
+        sum_x, sum_xx = xtx[0, 1:], xtx[1:, 1:]
         sigma_inv = jnp.linalg.inv(h["Sigma"])
         lam = sigma_inv + n * phi
         lam_chol = jnp.linalg.cholesky(lam)
         mu_mean = jax.scipy.linalg.cho_solve((lam_chol, True), sigma_inv @ h["theta"] + phi @ sum_x)
-        z = jax.random.normal(k_mu, mu_mean.shape, x.dtype)
-        mu = mu_mean + jax.scipy.linalg.solve_triangular(lam_chol.T, z, lower=False)
-        # Φ | μ, x
-        centred = (x - mu) * w[:, None]
-        scatter = centred.T @ centred
+        eps = jax.random.normal(k_mu, mu_mean.shape, x.dtype)
+        mu = mu_mean + jax.scipy.linalg.solve_triangular(lam_chol.T, eps, lower=False)
+        # Φ | μ, x: Sxx = Σ xxᵀ − Σx μᵀ − μ Σxᵀ + n μμᵀ
+        scatter = sum_xx - jnp.outer(sum_x, mu) - jnp.outer(mu, sum_x) + n * jnp.outer(mu, mu)
         rate_matrix = jnp.linalg.inv(h["W"]) + scatter
         phi = dist.Wishart(h["d"] + n, rate_matrix=rate_matrix).sample(k_phi)
         phi = (phi + phi.T) / 2
