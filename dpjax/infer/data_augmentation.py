@@ -761,12 +761,22 @@ class DataAugmentationKernel(PerChainKernel):
             capacity_blocked=state.capacity_blocked,
             near_capacity=state.near_capacity,
         )
-        if self._size_site:  # unknown n: the between-model moves (ReversibleJumpKernel._jumps)
-            key_next, key_births, key_jumps = random.split(key_next, 3)
+        statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
+        if self._size_site:  # unknown n: the joint (θ, n) moves, then the birth/death moves
             t_now = tuple(
                 jnp.where(result.accepted.reshape((-1,) + (1,) * (o.ndim - 1)), w, o)
                 for o, w in zip(t_old, t_new)
             )
+            blocked = jnp.zeros_like(state.capacity_blocked)
+            if self._num_moves:  # (ReversibleJumpKernel._joint_moves) before the jumps: see there
+                theta, size, records, nc, nc_rate, blocked = self._joint_moves(
+                    key_nc, state, theta, size, records, proposals, model_args, model_kwargs
+                )
+                t_now = self._per_record({**public, **records}, self._active(size))
+                residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
+                theta_state = self._point_inner_at(theta, theta_state)
+                nc_step = jnp.exp(nc.log_step)
+            key_next, key_births, key_jumps = random.split(key_next, 3)
             jump = self._jumps(
                 key_births,
                 key_jumps,
@@ -782,22 +792,13 @@ class DataAugmentationKernel(PerChainKernel):
             )
             records, residuals, log_eta = jump.records, jump.residuals, jump.log_density
             size = {k: jump.size for k in size}
+            statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
             jumps = dict(
                 birth_accept_rate=jump.birth_accept_rate,
                 death_accept_rate=jump.death_accept_rate,
-                capacity_blocked=state.capacity_blocked + jump.blocked,
+                capacity_blocked=state.capacity_blocked + blocked + jump.blocked,
                 near_capacity=self._near_capacity(size),
             )
-        statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
-        if self._num_moves and self._size_site:  # unknown n: (θ, n) moved together (ReversibleJumpKernel)
-            theta, size, records, nc, nc_rate, blocked = self._joint_moves(
-                key_nc, state, theta, size, records, model_args, model_kwargs
-            )
-            statistics = self._statistics(public, records, self._active(size))
-            theta_state = self._point_inner_at(theta, theta_state)
-            jumps["capacity_blocked"] = jumps["capacity_blocked"] + blocked
-            jumps["near_capacity"] = self._near_capacity(size)
-            nc_step = jnp.exp(nc.log_step)
         elif self._num_moves:
             moved = partial(self._moves, key_nc, state.nc, public, active, model_args, model_kwargs)
             unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)

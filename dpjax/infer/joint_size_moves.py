@@ -8,11 +8,12 @@ Metropolis with every u held fixed, on the target
 
     p(θ) p(n) Πᵢ g(uᵢ) η(s | T(g(θ, u₁..uₙ)))
 
-over all ``capacity`` slots, whose slots ≥ n hold noise from its own θ-free law g (drawn afresh
-before the moves from records x ~ f(·|θ): an exact Gibbs step, since they are independent of all
-else). Πg cancels in every ratio, so a move that grows n to n* simply brings slots n..n*−1 into
-the database. The proposal is Gaussian in (unconstrained θ, n) with the chain's own warmup
-covariance (adaptive Metropolis: Haario et al. 2001), so it learns the ridge's direction;
+over all ``capacity`` slots, whose slots ≥ n hold noise from its own θ-free law g (refreshed
+before the moves from records x ~ f(·|θ) drawn independently of all else: an exact Gibbs step;
+:class:`~dpjax.infer.ReversibleJumpKernel` passes the record sweep's unused proposals). Πg cancels
+in every ratio, so a move that grows n to n* simply brings slots n..n*−1 into the database. The
+proposal is Gaussian in (unconstrained θ, n) with the chain's own warmup covariance (adaptive
+Metropolis: Haario et al. 2001), so it learns the ridge's direction;
 n* = n + round(d_n) keeps it symmetric. Each move is O(capacity · dim T).
 """
 
@@ -92,7 +93,8 @@ def joint_size_moves(
     """``num_moves`` random-walk Metropolis moves of (θ, n) with the record noise held fixed.
 
     :param records: the records buffer (its first n slots are the database).
-    :param fresh: records drawn from f(·|θ) for every slot, whose noise fills the slots ≥ n.
+    :param fresh: records drawn from f(·|θ) for every slot, independently of the chain's state, whose
+      noise fills the slots ≥ n.
     :param capacity: the records buffer's slots; a proposal n* outside the prior's ``support`` (a
       constraint) or above the capacity is refused, and counted as blocked when the support admits it.
     :param enabled: a boolean scalar; when false nothing moves (n is held) and nothing adapts.

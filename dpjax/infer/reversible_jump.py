@@ -220,18 +220,19 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         (n,) = size.values()
         return jnp.arange(self._size_bounds[1]) < n
 
-    def _joint_moves(self, rng_key, state, theta, size, records, model_args, model_kwargs):
-        """The joint (θ, n) moves with the record noise held (:mod:`dpjax.infer.joint_size_moves`)."""
-        key_fresh, key_moves = jax.random.split(rng_key)
-        fresh = self._simulate(key_fresh, {**theta, **size}, model_args, model_kwargs)
+    def _joint_moves(self, rng_key, state, theta, size, records, proposals, model_args, model_kwargs):
+        """The joint (θ, n) moves with the record noise held (:mod:`dpjax.infer.joint_size_moves`),
+        made after the record sweep and before the jumps: the sweep's proposals x* ~ f(·|θ) in the
+        empty slots (≥ n) were drawn at this θ and n and never used, so they are the fresh records
+        whose noise fills those slots (an exact Gibbs step, at no extra cost)."""
         (site,) = self._size_site
         theta, n, records, nc, rate, blocked = joint_size_moves(
-            key_moves,
+            rng_key,
             state.nc,
             theta,
             size[site],
             records,
-            fresh,
+            proposals,
             model=self._model,
             supports=self._supports,
             size_site=site,
