@@ -13,7 +13,7 @@ from scipy import stats
 import dpjax
 from dpjax.diagnostics import mcse_z
 from dpjax.infer import DataAugmentationKernel
-from dpjax.infer.noncentred import _from_noise, _to_noise
+from dpjax.infer.noncentred import _from_noise, _to_noise, noise_of, unconstrained_target
 
 N, TAU1, TAU2 = 100, 80.0, 200.0  # the release is far weaker than the records: plain DA crawls
 
@@ -82,6 +82,24 @@ def test_rebuilt_records_stay_consistent_with_the_statistic():
     np.testing.assert_allclose(carried["s1"], x.sum(-1), rtol=1e-5, atol=1e-3)
     np.testing.assert_allclose(carried["s2"], (x**2).sum(-1), rtol=1e-5, atol=1e-3)
     assert np.mean(mcmc.get_extra_fields()["nc_accept_rate"]) > 0.1
+
+
+def test_release_free_start_plus_the_sweeps_log_eta_is_the_full_target():
+    """A move's start adds the log η of the running statistic to the release-free target (one pass
+    over the records fewer); the sum must be the full target exactly, normalising constants included,
+    or every first move of an iteration would be accepted at a wrong rate."""
+    release = (jnp.array(60.0), jnp.array(150.0))
+    x = 0.7 + jax.random.normal(jax.random.key(1), (N,))
+    theta, supports = {"mu": jnp.array(0.7)}, {"mu": dist.constraints.real}
+    u = noise_of(jax.random.key(2), two_moment_model, theta, {"x": x}, (release,), {})
+    flat, target = unconstrained_target(two_moment_model, u, {"x": x.dtype}, supports, theta, (release,), {})
+    full = target(flat)[0]
+    log_eta = dpjax.GaussianMechanism(sigma=TAU1).log_density(release[0], x.sum()) + dpjax.GaussianMechanism(
+        sigma=TAU2
+    ).log_density(release[1], (x**2).sum())
+    split = target(flat, releases=False)[0] + log_eta
+    assert abs(float(target(flat, releases=False)[0]) - float(full)) > 1.0  # the releases do count
+    np.testing.assert_allclose(float(split), float(full), rtol=0, atol=1e-4)
 
 
 PRECISION = jnp.array([[2.0, 0.5], [0.5, 1.0]])

@@ -25,7 +25,6 @@ from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
 from numpyro.infer.initialization import init_to_value
 from numpyro.infer.util import potential_energy
-from numpyro.primitives import Messenger
 
 from ..mechanisms.base import check_key, concrete
 from ..primitives import (
@@ -50,6 +49,7 @@ from .chains import PerChainKernel, check_init_params, first_key, records_hidden
 from .noncentred import (
     AUTO_POISSON_RATE,
     POISSON_RATE_LIMIT,
+    MaskReleases,
     base_distribution,
     init_nc_state,
     noise_supported,
@@ -108,14 +108,6 @@ class DAState(NamedTuple):
     rng_key: jax.Array
 
 
-class _MaskPrivatized(Messenger):
-    """Drop privatized sites from the log density: θ | x does not depend on the release."""
-
-    def process_message(self, msg):
-        if msg["type"] == "sample" and INFER_KEY in (msg.get("infer") or {}):
-            msg["fn"] = msg["fn"].mask(False)
-
-
 def _sweep_density(mechanism, release):
     """log η(s | T) as a function of the residual r = s − T, which the record sweep carries: the
     noise density of an additive mechanism (the fast path), else η(s | s − r)."""
@@ -138,7 +130,7 @@ def _counts_records(statistic, records) -> bool:
 
 
 def _theta_given_records(model, *args, **kwargs):
-    with _MaskPrivatized():
+    with MaskReleases():
         return model(*args, **kwargs)
 
 
@@ -707,13 +699,16 @@ class DataAugmentationKernel(PerChainKernel):
             self._num_moves = self._noncentred
         self._num_warmup = num_warmup
 
-    def _moves(self, rng_key, nc, public, active, model_args, model_kwargs, theta, records, theta_state):
+    def _moves(
+        self, rng_key, nc, public, active, log_eta, model_args, model_kwargs, theta, records, theta_state
+    ):
         """The non-centred θ-moves, then the statistics and the inner sampler's θ brought along."""
         theta, records, nc, rate = noncentred_moves(
             rng_key,
             nc,
             theta,
             records,
+            log_eta,
             model=self._model,
             supports=self._supports,
             num_moves=self._num_moves,
@@ -770,7 +765,7 @@ class DataAugmentationKernel(PerChainKernel):
             blocked = jnp.zeros_like(state.capacity_blocked)
             if self._num_moves:  # (ReversibleJumpKernel._joint_moves) before the jumps: see there
                 theta, size, records, nc, nc_rate, blocked = self._joint_moves(
-                    key_nc, state, theta, size, records, proposals, model_args, model_kwargs
+                    key_nc, state, theta, size, records, proposals, log_eta, model_args, model_kwargs
                 )
                 t_now = self._per_record({**public, **records}, self._active(size))
                 residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
@@ -800,7 +795,7 @@ class DataAugmentationKernel(PerChainKernel):
                 near_capacity=self._near_capacity(size),
             )
         elif self._num_moves:
-            moved = partial(self._moves, key_nc, state.nc, public, active, model_args, model_kwargs)
+            moved = partial(self._moves, key_nc, state.nc, public, active, log_eta, model_args, model_kwargs)
             unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)
             if use_moves is None:
                 theta, records, nc, nc_rate, statistics, theta_state = moved(theta, records, theta_state)

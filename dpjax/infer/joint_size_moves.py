@@ -78,6 +78,7 @@ def joint_size_moves(
     n,
     records: dict,
     fresh: dict,
+    log_eta,
     *,
     model,
     supports: dict,
@@ -95,6 +96,8 @@ def joint_size_moves(
     :param records: the records buffer (its first n slots are the database).
     :param fresh: records drawn from f(·|θ) for every slot, independently of the chain's state, whose
       noise fills the slots ≥ n.
+    :param log_eta: log η(s | T) of the current database (the record sweep's), added to the start's
+      release-free log target: one O(capacity) pass fewer.
     :param capacity: the records buffer's slots; a proposal n* outside the prior's ``support`` (a
       constraint) or above the capacity is refused, and counted as blocked when the support admits it.
     :param enabled: a boolean scalar; when false nothing moves (n is held) and nothing adapts.
@@ -111,8 +114,8 @@ def joint_size_moves(
     dtypes = {k: v.dtype for k, v in records.items()}
     phi, target = unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs)
 
-    def log_density(phi, n):
-        log_p, theta, recs = target(phi, {size_site: n})
+    def log_density(phi, n, releases=True):
+        log_p, theta, recs = target(phi, {size_site: n}, releases)
         return jnp.where(support(n) & (n <= capacity), log_p, -jnp.inf), theta, recs
 
     chol = jnp.exp(state.log_step) * _cholesky(state)
@@ -137,8 +140,8 @@ def joint_size_moves(
         )
         return carry, jnp.where(jnp.isfinite(lp), jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
 
-    lp0, _, recs0 = log_density(phi, n)
-    init = (phi, jnp.asarray(n), lp0, theta, recs0, jnp.zeros((), jnp.int32))
+    lp0 = log_density(phi, n, releases=False)[0] + log_eta
+    init = (phi, jnp.asarray(n), lp0, theta, buffer, jnp.zeros((), jnp.int32))
     (phi, n, _, theta, records, blocked), probs = jax.lax.scan(move, init, random.split(key_moves, num_moves))
     rate = jnp.mean(probs)
     # adapt the step (Robbins–Monro on the acceptance rate) and the covariance of (φ, n), warmup only

@@ -220,7 +220,9 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         (n,) = size.values()
         return jnp.arange(self._size_bounds[1]) < n
 
-    def _joint_moves(self, rng_key, state, theta, size, records, proposals, model_args, model_kwargs):
+    def _joint_moves(
+        self, rng_key, state, theta, size, records, proposals, log_eta, model_args, model_kwargs
+    ):
         """The joint (θ, n) moves with the record noise held (:mod:`dpjax.infer.joint_size_moves`),
         made after the record sweep and before the jumps: the sweep's proposals x* ~ f(·|θ) in the
         empty slots (≥ n) were drawn at this θ and n and never used, so they are the fresh records
@@ -233,6 +235,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             size[site],
             records,
             proposals,
+            log_eta,
             model=self._model,
             supports=self._supports,
             size_site=site,
