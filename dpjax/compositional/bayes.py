@@ -132,6 +132,7 @@ def dp_mcmc(
     chain_method: str = "vectorized",
     max_tree_depth: int = 5,
     init_records=None,
+    noncentred_moves: int = 0,
     progress_bar: bool = False,
 ) -> MCMC:
     """DPMCMC (seed §3.3.2): exact draws from π(α | S_L(D, a) = s_L) of eq. (2) by data
@@ -147,6 +148,9 @@ def dp_mcmc(
     :param init_records: optional ``(n, d)`` starting records (e.g. the confidential data in a
         check of the ε → ∞ limit, where record moves are essentially never accepted). With
         ``num_chains > 1`` the chains then run sequentially (see ``_per_chain``).
+    :param noncentred_moves: random-walk α-moves per iteration with the records held as
+        Wilson–Hilferty noise (:mod:`dpjax.infer.noncentred`; exact, an option to try where α crawls);
+        default 0, the seed's algorithm.
     :returns: the ``numpyro.infer.MCMC`` object; ``get_samples()["alpha"]`` are the draws and
         ``get_extra_fields()["record_accept_rate"]`` the mean record acceptance of each sweep
         (never below :func:`record_acceptance_bound`).
@@ -170,7 +174,9 @@ def dp_mcmc(
         x0 = jnp.asarray(x0, jnp.result_type(float))
         init_params = {"x": x0}
     init_params, chain_method = _per_chain(init_params, num_chains, chain_method)
-    kernel = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=max_tree_depth))
+    kernel = DataAugmentationKernel(
+        NUTS(dirichlet_mean_log, max_tree_depth=max_tree_depth), noncentred_moves=noncentred_moves
+    )
     mcmc = MCMC(
         kernel,
         num_warmup=_check_count(num_warmup, "num_warmup", 0),

@@ -668,6 +668,8 @@ class DataAugmentationKernel(PerChainKernel):
     def _resolve_noncentred(self, tr, num_warmup):
         spec = self._spec
         blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
+        # a scaled record density (a power likelihood) is not the noise law's push-forward
+        blockers += [k for k in spec.latent_records if tr[k].get("scale") is not None and k not in blockers]
         blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
         if isinstance(self._theta_update, HeldTheta):  # the moves would move the held θ
             blockers += list(self._theta_update.sites)
@@ -689,7 +691,10 @@ class DataAugmentationKernel(PerChainKernel):
             )
             blockers = costly
         if self._noncentred == "auto":
-            self._num_moves = 0 if blockers else 5
+            # transport maps (a θ-dependent noise law: Dirichlet records) only on request: measured on
+            # the ATUS compositions, they did not free the chains that crawl without them
+            transport = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"], transport=False)]
+            self._num_moves = 0 if blockers or transport else 5
         elif self._noncentred and blockers:
             raise ValueError(
                 f"`noncentred_moves` needs a noise representation of every latent record site and a "

@@ -7,7 +7,18 @@ Here the latent records are re-expressed as noise variables u with a θ-free law
   the transformation of ``numpyro.infer.reparam.LocScaleReparam(centered=0)``; MultivariateNormal:
   u = L⁻¹(x − loc) with L its ``scale_tril``;
 - Bernoulli, Categorical and Poisson: u ~ Uniform(F(x-1), F(x)) drawn given x (inverse CDF);
+- Dirichlet: a transport map, not a θ-free law (below);
 - any other family registered with :func:`register_noise_representation`.
+
+Dirichlet records have no cheap exact map (the Gamma quantile). They are written through their Gamma
+parts, x = G / ΣG with Gⱼ ~ Gamma(αⱼ), and the Wilson–Hilferty coordinates of each part,
+Gⱼ = αⱼ (1 − 1/(9αⱼ) + zⱼ/(3√αⱼ))³, z ≈ N(0, 1). Given x, u = z is drawn exactly: the total
+R = ΣG ~ Gamma(α₀) is independent of x, so G = R·x. The law q_θ(z) of z is then known but not quite
+θ-free; the target includes Σᵢ log q_θ(zᵢ) (the representation's ``log_density``), so the moves stay
+exact and the near-cancellation keeps them cheap: a 1 % move of α = (30, 3.3, 40) over 6 656 records
+changes Σ log q by ~0.03 nats (sd), where moving α with the records held changes their log density by
+~20. ``noncentred_moves="auto"`` leaves transport maps out (an int asks for them): on the ATUS
+compositions at ε_n = 0.01 they did not free the chains of (α, n) that crawl without them.
 
 The inverse-CDF map is only as exact as F. JAX's float32 ``gammaincc`` errs by 2e-5 at a Poisson
 rate of 100 and 6e-3 at 12 000, which would target a distorted record law; float64 is accurate at
@@ -32,7 +43,7 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from jax import random
 from jax.flatten_util import ravel_pytree
-from jax.scipy.special import gammaincc, ndtri
+from jax.scipy.special import gammaincc, gammaln, ndtri
 from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.util import log_density
@@ -40,6 +51,7 @@ from numpyro.primitives import Messenger
 
 from ..primitives import INFER_KEY
 from .rwm import adapt, proposal_scale
+from .samplers import log_gamma
 
 __all__ = [
     "NCState",
@@ -90,17 +102,20 @@ class NoiseRepresentation(NamedTuple):
     - **from_noise(fn, u, dtype) -> x** – the record g(θ, u) under ``fn`` (θ enters through it);
     - **exact(fn, dtype) -> bool array** – where the map is exact in ``dtype`` (None: everywhere).
       A move whose proposal leaves this region is rejected, so the chain stays exact.
+    - **log_density(fn, u) -> array** – per record, log q_θ(u) when the law of u depends on θ (a
+      transport map such as the Dirichlet's); None for a θ-free law, whose density cancels.
     """
 
     to_noise: Callable
     from_noise: Callable
     exact: Callable | None = None
+    log_density: Callable | None = None
 
 
 _REPRESENTATIONS: dict[type, NoiseRepresentation] = {}
 
 
-def register_noise_representation(family: type, to_noise, from_noise, exact=None) -> None:
+def register_noise_representation(family: type, to_noise, from_noise, exact=None, log_density=None) -> None:
     """Give a record distribution class (and its subclasses) a noise representation, so the
     non-centred θ-moves of :class:`~dpjax.infer.DataAugmentationKernel` apply to its records.
 
@@ -112,23 +127,27 @@ def register_noise_representation(family: type, to_noise, from_noise, exact=None
         )
 
     The registration is global and trusted: u must have the same law for every θ the model can
-    take (a Gamma whose ``concentration`` depends on θ has no such representation), or the moves
-    target the wrong posterior.
+    take (a Gamma whose ``concentration`` depends on θ has no such representation), or, where it
+    does not, ``log_density(fn, u)`` must give its per-record log density q_θ(u) (as the
+    Dirichlet's does), or the moves target the wrong posterior.
     """
     if not (isinstance(family, type) and issubclass(family, dist.Distribution)):
         raise ValueError(f"`family` must be a numpyro Distribution class, got {family!r}.")
-    if not (callable(to_noise) and callable(from_noise) and (exact is None or callable(exact))):
-        raise ValueError("`to_noise`, `from_noise` (and `exact`, if given) must be callables.")
-    _REPRESENTATIONS[family] = NoiseRepresentation(to_noise, from_noise, exact)
+    optional = (exact, log_density)
+    if not (callable(to_noise) and callable(from_noise) and all(f is None or callable(f) for f in optional)):
+        raise ValueError("`to_noise`, `from_noise` (and `exact`, `log_density`, if given) must be callables.")
+    _REPRESENTATIONS[family] = NoiseRepresentation(to_noise, from_noise, exact, log_density)
 
 
 def _representation(fn) -> NoiseRepresentation | None:
     return next((_REPRESENTATIONS[k] for k in type(fn).__mro__ if k in _REPRESENTATIONS), None)
 
 
-def noise_supported(fn) -> bool:
-    """Whether a record site's distribution has a θ-free noise representation here."""
-    return _representation(base_distribution(fn)) is not None
+def noise_supported(fn, transport: bool = True) -> bool:
+    """Whether a record site's distribution has a noise representation here (with
+    ``transport=False``: a θ-free one, not a transport map such as the Dirichlet's)."""
+    rep = _representation(base_distribution(fn))
+    return rep is not None and (transport or rep.log_density is None)
 
 
 def _poisson_cdf(k, rate):
@@ -229,6 +248,51 @@ register_noise_representation(
 )
 
 
+def _wilson_hilferty(alpha):
+    """(1 − 1/(9α), 1/(3√α)): G = α (a + b z)³ is Gamma(α) for z ~ N(0, 1), to O(1/α)."""
+    return 1 - 1 / (9 * alpha), 1 / (3 * jnp.sqrt(alpha))
+
+
+def _dirichlet_to_noise(rng_key, fn, x):
+    """z given x: G = R·x with R ~ Gamma(α₀) drawn (independent of x), then z = WH⁻¹(G)."""
+    alpha = jnp.broadcast_to(fn.concentration, jnp.shape(x))
+    log_r = log_gamma(rng_key, jnp.sum(alpha, -1))
+    log_g = log_r[..., None] + jnp.log(x)
+    a, b = _wilson_hilferty(alpha)
+    return (jnp.exp((log_g - jnp.log(alpha)) / 3) - a) / b
+
+
+def _dirichlet_log_parts(fn, u):
+    alpha = jnp.broadcast_to(fn.concentration, jnp.shape(u))
+    a, b = _wilson_hilferty(alpha)
+    w = a + b * u  # the cube root of G / α; the map needs w > 0
+    return alpha, w, jnp.log(alpha) + 3 * jnp.log(jnp.where(w > 0, w, 1.0))
+
+
+def _dirichlet_from_noise(fn, u, dtype):
+    _, w, log_g = _dirichlet_log_parts(fn, u)
+    x = jax.nn.softmax(log_g, -1)  # on the log scale: a part with tiny α does not underflow to 0/0
+    return jnp.where(jnp.all(w > 0, -1, keepdims=True), x, jnp.nan).astype(dtype)
+
+
+def _dirichlet_log_density(fn, u):
+    """Σⱼ log [Gamma(Gⱼ | αⱼ) dGⱼ/dzⱼ], dG/dz = 3αb w² = √α w²; −inf where a w ≤ 0."""
+    alpha, w, log_g = _dirichlet_log_parts(fn, u)
+    log_q = (
+        (alpha - 1) * log_g
+        - jnp.exp(log_g)
+        - gammaln(alpha)
+        + 0.5 * jnp.log(alpha)
+        + 2 * jnp.log(jnp.where(w > 0, w, 1.0))
+    )
+    return jnp.sum(jnp.where(w > 0, log_q, -jnp.inf), -1)
+
+
+register_noise_representation(
+    dist.Dirichlet, _dirichlet_to_noise, _dirichlet_from_noise, log_density=_dirichlet_log_density
+)
+
+
 def _to_noise(rng_key, fn, x):
     fn = base_distribution(fn)
     return _representation(fn).to_noise(rng_key, fn, x)
@@ -251,11 +315,14 @@ def representable(fn, dtype, limit=None) -> jax.Array:
 
 class _RecordsFromNoise(Messenger):
     """Set each latent record site to g(θ, u) given its (θ-dependent) distribution, and mask its
-    density: in (θ, u) coordinates the records contribute the θ-free noise law only."""
+    density: in (θ, u) coordinates the records contribute the noise law only, θ-free (nothing to
+    add) or q_θ(u), summed into ``log_noise`` over every slot (a records plate's empty slots hold
+    noise of the same law)."""
 
     def __init__(self, fn, noise, dtypes):
         self.noise, self.dtypes = noise, dtypes
         self.exact = jnp.array(True)
+        self.log_noise = jnp.zeros(())
         super().__init__(fn)
 
     def process_message(self, msg):
@@ -263,6 +330,10 @@ class _RecordsFromNoise(Messenger):
             name = msg["name"]
             self.exact = self.exact & representable(msg["fn"], jnp.result_type(float))
             msg["value"] = _from_noise(msg["fn"], self.noise[name], self.dtypes[name])
+            fn = base_distribution(msg["fn"])
+            log_density = _representation(fn).log_density
+            if log_density is not None:
+                self.log_noise = self.log_noise + jnp.sum(log_density(fn, self.noise[name]))
             msg["fn"] = msg["fn"].mask(False)
 
 
@@ -289,7 +360,7 @@ def _log_target(model, noise, dtypes, model_args, model_kwargs, theta, releases=
     the noise map is not exact in the working float type."""
     rebuilt = _RecordsFromNoise(model, noise, dtypes)
     lp, tr = log_density(rebuilt if releases else MaskReleases(rebuilt), model_args, model_kwargs, theta)
-    return jnp.where(rebuilt.exact, lp, -jnp.inf), {k: tr[k]["value"] for k in noise}
+    return jnp.where(rebuilt.exact, lp + rebuilt.log_noise, -jnp.inf), {k: tr[k]["value"] for k in noise}
 
 
 def unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs):
