@@ -668,8 +668,6 @@ class DataAugmentationKernel(PerChainKernel):
     def _resolve_noncentred(self, tr, num_warmup):
         spec = self._spec
         blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
-        # a scaled record density (a power likelihood) is not the noise law's push-forward
-        blockers += [k for k in spec.latent_records if tr[k].get("scale") is not None and k not in blockers]
         blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
         if isinstance(self._theta_update, HeldTheta):  # the moves would move the held θ
             blockers += list(self._theta_update.sites)
