@@ -63,3 +63,30 @@ def exact_unknown_n(s_dp, n_dp, mech_s, mech_n, log_prior_n, n_max, a=2.0, b=2.0
     mean = (a + k) / (a + b + n)
     second = (a + k) * (a + k + 1) / ((a + b + n) * (a + b + n + 1))
     return w.sum(1), float(np.sum(w * mean)), float(np.sum(w * second))
+
+
+def exact_unknown_n_normal(s_dp, n_dp, mech_s, mech_n, n_max, m0=2.0, v0=1.0, grid=20_001):
+    """Unknown n with continuous records: μ ~ N(m0, v0), xᵢ ~ N(μ, 1), a flat prior on n ∈ 1..n_max,
+    a noisy sum ``s_dp`` of the records and a noisy size ``n_dp``. Given n, T = Σxᵢ ~ N(n·m0, n + n²v0)
+    and μ | T, n is Normal (conjugate), so p(s | n) and E[μᵏ | s, n] are one integral over T, done by
+    the trapezoid rule on a grid of ±40 noise scales around ``s_dp``.
+
+    Returns ``(pmf of n on 0..n_max, E[μ], E[μ²])``."""
+    n = np.arange(1, n_max + 1)[:, None].astype(float)
+    reach = 40 * float(np.max(mech_s.scale))
+    t = np.linspace(s_dp - reach, s_dp + reach, grid)[None, :]
+    var_t = n + n**2 * v0
+    log_w = -0.5 * (t - n * m0) ** 2 / var_t - 0.5 * np.log(2 * np.pi * var_t)
+    log_w = (
+        log_w
+        + np.asarray(mech_s.log_density(s_dp, t), float)
+        + np.asarray(mech_n.log_density(n_dp, n), float)
+    )
+    w = np.exp(log_w - log_w.max())
+    mass = np.trapezoid(w, t, axis=1)
+    post_var = 1.0 / (1.0 / v0 + n[:, 0])
+    post_mean = (m0 / v0 + t) * post_var[:, None]
+    first = np.trapezoid(w * post_mean, t, axis=1) / mass
+    second = post_var + np.trapezoid(w * post_mean**2, t, axis=1) / mass
+    pmf = np.concatenate([[0.0], mass / mass.sum()])
+    return pmf, float(pmf[1:] @ first), float(pmf[1:] @ second)

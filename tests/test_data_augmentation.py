@@ -279,6 +279,20 @@ def test_run_chain_thinning_keeps_every_kth_draw_and_uses_init_params():
         run(num_samples=10, thinning=0)
 
 
+def test_vectorized_mcmc_takes_one_init_value_per_chain():
+    """numpyro.infer.MCMC gives init_params with a leading chain axis: each chain starts at its own."""
+    kernel = DataAugmentationKernel(normal_model, theta_update=normal_update, noncentred_moves=0)
+    mcmc = MCMC(
+        kernel, num_warmup=0, num_samples=1, num_chains=3, chain_method="vectorized", progress_bar=False
+    )
+    mcmc.run(jax.random.key(0), 30, 5.0, 1.0, init_params={"mu": jnp.array([-50.0, 0.0, 50.0])})
+    # one θ-step from records drawn at μ = ±50: the chains are still far apart, in that order
+    mu = np.asarray(mcmc.get_samples(group_by_chain=True)["mu"][:, 0])
+    assert mu[0] < -20 and abs(mu[1]) < 20 and mu[2] > 20, mu
+    with pytest.raises(ValueError, match="one value per chain"):
+        kernel.init(jax.random.split(jax.random.key(0), 3), 0, {"mu": jnp.zeros(2)}, (30, 5.0, 1.0), {})
+
+
 # ------------------------------------------------------------------ clear errors
 def _mcmc_init(model, *args, **kernel_kw):
     kernel = DataAugmentationKernel(model, **kernel_kw)

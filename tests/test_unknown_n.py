@@ -12,7 +12,7 @@ import numpyro.distributions as dist
 import pytest
 from numpyro import handlers
 from numpyro.infer import MCMC
-from oracles import exact_unknown_n
+from oracles import exact_unknown_n, exact_unknown_n_normal
 from scipy import stats
 
 import dpjax
@@ -55,13 +55,13 @@ def run(kernel, *args, num_warmup=500, num_samples=2500, num_chains=4, seed=0):
     return mcmc
 
 
-def assert_matches(mcmc, pmf, mean_p, second_p, min_ess=300):
+def assert_matches(mcmc, pmf, mean_p, second_p, min_ess=300, site="p"):
     draws = mcmc.get_samples(group_by_chain=True)
     n = np.asarray(draws["n"], float)
     support = np.arange(len(pmf))
     for what, got, exact in [
-        ("p", draws["p"], mean_p),
-        ("p²", np.asarray(draws["p"]) ** 2, second_p),
+        (site, draws[site], mean_p),
+        (f"{site}²", np.asarray(draws[site]) ** 2, second_p),
         ("n", n, pmf @ support),
         ("n²", n**2, pmf @ support**2),
     ]:
@@ -114,6 +114,47 @@ def test_joint_moves_follow_the_ridge_of_a_very_noisy_n():
     assert np.sqrt(pmf @ np.arange(capacity + 1) ** 2 - (pmf @ np.arange(capacity + 1)) ** 2) > 100
     assert_matches(mcmc, pmf, mean_p, second_p, min_ess=150)
     assert 0.1 < float(np.mean(mcmc.get_extra_fields()["nc_accept_rate"])) < 0.5
+
+
+def normal_size_model(capacity, s_dp, n_dp):
+    """μ ~ N(2, 1), Normal(μ, 1) records in a records plate of unknown size n (flat on 1..capacity),
+    a noisy sum and a noisy n: continuous records, whose ridge n·μ ≈ s the ridge moves follow."""
+    mu = numpyro.sample("mu", dist.Normal(2.0, 1.0))
+    n = numpyro.sample("n", dist.DiscreteUniform(1, capacity))
+    people = dpjax.records_plate("people", n, capacity)
+    with people:
+        x = numpyro.sample("x", dist.Normal(mu, 1.0))
+    dpjax.privatized("total", LAPLACE, lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+    dpjax.privatized("n_dp", NOISY_N, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+
+
+def normal_mean_update(key, records, params):
+    """μ | x, n: Normal((2 + Σ of the first n records) / (1 + n), 1 / (1 + n))."""
+    active = jnp.arange(records["x"].shape[0]) < params["n"]
+    precision = 1.0 + params["n"]
+    mean = (2.0 + jnp.sum(jnp.where(active, records["x"], 0.0))) / precision
+    return {"mu": mean + jax.random.normal(key) / jnp.sqrt(precision)}
+
+
+@pytest.mark.parametrize("ridge_moves", [0, 3])
+def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves):
+    """Normal records, a noisy sum and a noisy n (ε_n = 0.1): the exact posterior of (μ, n) by
+    enumeration over n and quadrature over the sum (tests/oracles.py), with and without the ridge
+    moves, which solve for μ at each proposed n (an involution with a volume factor: wrong
+    without it); they must be accepted often, not just harmless."""
+    s_dp, n_dp = 90.0, 31.7
+    kernel = ReversibleJumpKernel(
+        lambda: normal_size_model(CAP, s_dp, n_dp),
+        theta_update=normal_mean_update,
+        noncentred_moves=3,
+        ridge_moves=ridge_moves,
+    )
+    mcmc = MCMC(kernel, num_warmup=500, num_samples=2500, num_chains=4, chain_method="vectorized",
+                progress_bar=False)  # fmt: skip
+    mcmc.run(jax.random.key(0), extra_fields=("nc.ridge_rate",))
+    assert_matches(mcmc, *exact_unknown_n_normal(s_dp, n_dp, LAPLACE, NOISY_N, CAP), site="mu")
+    if ridge_moves:
+        assert 0.3 < float(np.mean(mcmc.get_extra_fields()["nc.ridge_rate"])) < 0.6
 
 
 @pytest.mark.slow
@@ -293,6 +334,42 @@ def test_errors():
             ReversibleJumpKernel(model, hold_size=bad)
     with pytest.raises(ValueError, match="hold_size.*exceeds num_warmup"):
         run(ReversibleJumpKernel(model, hold_size=10), num_warmup=5, num_samples=5, num_chains=1)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="ridge_moves"):
+            ReversibleJumpKernel(model, ridge_moves=bad)
+    with pytest.raises(ValueError, match="ridge_moves.*discrete"):
+        run(
+            ReversibleJumpKernel(model, noncentred_moves=2, ridge_moves=2),
+            num_warmup=5,
+            num_samples=5,
+            num_chains=1,
+        )
+    normal = lambda: normal_size_model(CAP, 90.0, 31.7)
+    with pytest.raises(ValueError, match="ridge_moves.*noncentred_moves"):
+        run(
+            ReversibleJumpKernel(normal, noncentred_moves=0, ridge_moves=2),
+            num_warmup=5,
+            num_samples=5,
+            num_chains=1,
+        )
+
+    def two_means():  # θ = (μ, σ), one released sum: the ridge is a surface, not a curve
+        sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        mu = numpyro.sample("mu", dist.Normal(2.0, 1.0))
+        n = numpyro.sample("n", dist.DiscreteUniform(1, CAP))
+        people = dpjax.records_plate("people", n, CAP)
+        with people:
+            x = numpyro.sample("x", dist.Normal(mu, sigma))
+        dpjax.privatized("total", LAPLACE, lambda r: r["x"], {"x": x}, plate=people, obs=90.0)
+        dpjax.privatized("n_dp", NOISY_N, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=31.7)
+
+    with pytest.raises(ValueError, match="ridge_moves.*same size"):
+        run(
+            ReversibleJumpKernel(two_means, noncentred_moves=2, ridge_moves=2),
+            num_warmup=5,
+            num_samples=5,
+            num_chains=1,
+        )
     with pytest.raises(ValueError, match="capacity"):
         dpjax.records_plate("people", 5, 0)
     with pytest.raises(ValueError, match="size"):

@@ -76,7 +76,7 @@ def first_key(rng_key):
 class PerChainKernel(MCMCKernel):
     """Subclasses define ``_sample_one(state, model_args, model_kwargs)`` and
     ``_refresh_one(state, model_args, model_kwargs)`` and, in ``init``, return
-    ``self._start(rng_key, init_one)`` with ``init_one(rng_key) -> state``.
+    ``self._start(rng_key, init_one, init_params)`` with ``init_one(rng_key, init_params) -> state``.
 
     NumPyro 0.22's block protocol (so the kernels nest in ``numpyro.infer.Gibbs``): ``refresh`` runs
     ``_refresh_one`` per chain, ``get_constrain_fn`` is the identity (``z`` holds constrained values)
@@ -85,14 +85,24 @@ class PerChainKernel(MCMCKernel):
     _sample_fn = None
     _refresh_fn = None
 
-    def _start(self, rng_key, init_one):
+    def _start(self, rng_key, init_one, init_params=None):
+        """``init_one(rng_key, init_params)`` per chain. With a batch of keys, ``init_params`` holds
+        one value per chain along a leading axis, as ``numpyro.infer.MCMC`` gives them."""
         check_key(rng_key, batched=True)
         if is_prng_key(rng_key):
             self._sample_fn, self._refresh_fn = self._sample_one, self._refresh_one
-            return init_one(rng_key)
+            return init_one(rng_key, init_params)
         self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
         self._refresh_fn = jax.vmap(self._refresh_one, in_axes=(0, None, None))
-        return jax.vmap(init_one)(rng_key)
+        if init_params is not None:
+            chains = rng_key.shape[0]
+            wrong = {k: jnp.shape(v) for k, v in init_params.items() if jnp.shape(v)[:1] != (chains,)}
+            if wrong:
+                raise ValueError(
+                    f"`init_params` must hold one value per chain along a leading axis of {chains} (as "
+                    f"numpyro.infer.MCMC gives them), got shapes {wrong}."
+                )
+        return jax.vmap(init_one, in_axes=(0, None if init_params is None else 0))(rng_key, init_params)
 
     def sample(self, state, model_args, model_kwargs):
         if self._sample_fn is None:

@@ -25,6 +25,7 @@ from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
 from numpyro.infer.initialization import init_to_value
 from numpyro.infer.util import potential_energy
+from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key, concrete
 from ..primitives import (
@@ -368,13 +369,8 @@ class DataAugmentationKernel(PerChainKernel):
         spec = self._spec
         sites = spec.theta + spec.latent_records + self._size_site
         check_init_params(init_params, {**self._supports, **self._size_support}, allowed=sites)
-        init_one = partial(
-            self._init_one,
-            init_params=init_params,
-            model_args=model_args,
-            model_kwargs=model_kwargs,
-        )
-        state = self._start(rng_key, init_one)
+        init_one = partial(self._init_one, model_args=model_args, model_kwargs=model_kwargs)
+        state = self._start(rng_key, init_one, init_params)
         if concrete(state.valid) and not np.all(state.valid):
             raise ValueError(
                 "The initial state has a non-finite log density: log η(s | T) of the release is -inf or "
@@ -383,6 +379,8 @@ class DataAugmentationKernel(PerChainKernel):
             )
         self._check_round_off(state, model_args, model_kwargs)
         if self._noncentred == "auto" and self._num_moves and not self._size_site:
+            if init_params is not None and not is_prng_key(rng_key):  # one chain's, for the pilot's chains
+                init_params = jax.tree.map(lambda v: v[0], init_params)
             self.moves_pilot = self._pilot(init_one, init_params, model_args, model_kwargs)
             if self.moves_pilot is not None and not self.moves_pilot.num_moves:
                 self._num_moves = 0
@@ -459,7 +457,8 @@ class DataAugmentationKernel(PerChainKernel):
             try:
                 with jax.ensure_compile_time_eval():
                     keys = random.split(random.key(0), PILOT_CHAINS)
-                    return pilot_moves(jax.jit(run), jax.jit(jax.vmap(init_one))(keys), self._num_moves)
+                    starts = jax.jit(jax.vmap(init_one, in_axes=(0, None)))(keys, init_params)
+                    return pilot_moves(jax.jit(run), starts, self._num_moves)
             finally:
                 self._num_warmup = num_warmup
 
@@ -531,7 +530,7 @@ class DataAugmentationKernel(PerChainKernel):
         new = self._inner.get_constrain_fn(model_args, kw)(hs.z)
         return {k: new[k] for k in self._spec.theta}, hs, hs.accept_prob, hs.diverging
 
-    def _init_one(self, rng_key, *, init_params, model_args, model_kwargs):
+    def _init_one(self, rng_key, init_params, *, model_args, model_kwargs):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
         spec = self._spec
         init_params = dict(init_params or {})
@@ -668,6 +667,8 @@ class DataAugmentationKernel(PerChainKernel):
     def _resolve_noncentred(self, tr, num_warmup):
         spec = self._spec
         blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
+        # a scaled record density (a power likelihood) is not the noise law's push-forward
+        blockers += [k for k in spec.latent_records if tr[k].get("scale") is not None and k not in blockers]
         blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
         if isinstance(self._theta_update, HeldTheta):  # the moves would move the held θ
             blockers += list(self._theta_update.sites)
@@ -768,7 +769,7 @@ class DataAugmentationKernel(PerChainKernel):
             blocked = jnp.zeros_like(state.capacity_blocked)
             if self._num_moves:  # (ReversibleJumpKernel._joint_moves) before the jumps: see there
                 theta, size, records, nc, nc_rate, blocked = self._joint_moves(
-                    key_nc, state, theta, size, records, proposals, log_eta, model_args, model_kwargs
+                    key_nc, state, theta, size, records, proposals, log_eta, public, model_args, model_kwargs
                 )
                 t_now = self._per_record({**public, **records}, self._active(size))
                 residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))

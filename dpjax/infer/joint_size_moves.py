@@ -15,6 +15,19 @@ in every ratio, so a move that grows n to n* simply brings slots n..n*−1 into 
 proposal is Gaussian in (unconstrained θ, n) with the chain's own warmup covariance (adaptive
 Metropolis: Haario et al. 2001), so it learns the ridge's direction;
 n* = n + round(d_n) keeps it symmetric. Each move is O(capacity · dim T).
+
+Where the ridge is long and curved (Dirichlet compositions at a very noisy n_dp: E α₁ runs from 7
+to 26 along it), a covariance learnt from a chain that hardly moves stays far smaller than the
+ridge and no fixed direction follows it. ``ridge_moves`` then follow the ridge itself: with S(φ, n)
+the release statistics other than n's of g(θ, u₁..uₙ) (u held), a move draws k = round(σ·N(0, 1))
+and solves S(φ*, n + k) = S(φ, n) for φ* (chord-Newton from φ), so η(s | S) is unchanged and
+only n_dp, the priors and the Jacobians decide. For a given k the map (φ, n) ↦ (φ*, n + k) is
+inverted by the same map with −k, so with the volume factor |det ∂S/∂φ(φ, n)| / |det ∂S/∂φ(φ*, n*)|
+it is an exact Metropolis–Hastings move (a deterministic involution on (φ, n, k); Green 1995). The
+move is refused where the reverse solve does not come back to φ (the involution check of
+constrained HMC; Zappa et al. 2018) or the solve does not converge. It needs dim S = dim φ;
+σ adapts in the warmup towards an acceptance of 0.44. A move costs dim φ + 2 passes over the
+capacity plus one per chord iteration.
 """
 
 from __future__ import annotations
@@ -34,6 +47,11 @@ __all__ = ["JointState", "init_joint_state", "joint_size_moves"]
 
 #: the optimal acceptance rate of random-walk Metropolis in several dimensions (Roberts et al. 1997)
 TARGET_ACCEPT = 0.234
+#: one-dimensional random walk's (the ridge moves')
+RIDGE_ACCEPT = 0.44
+#: the most chord-Newton iterations of a ridge move's solve (a move whose solve has not converged
+#: by then is refused)
+MAX_ITERATIONS = 30
 _, _welford_update, _ = welford_algorithm(is_diagonal_matrix=False)
 
 
@@ -45,6 +63,8 @@ class JointState(NamedTuple):
     mean: jax.Array
     m2: jax.Array
     adapted: jax.Array  # iterations that adapted the state so far
+    log_ridge: jax.Array  # log σ: the sd of a ridge move's step in n
+    ridge_rate: jax.Array  # the last iteration's mean acceptance probability of its ridge moves
 
 
 def init_joint_state(theta, supports) -> JointState:
@@ -57,6 +77,8 @@ def init_joint_state(theta, supports) -> JointState:
         jnp.zeros(dim, flat.dtype),
         jnp.zeros((dim, dim), flat.dtype),
         zero,
+        jnp.log(jnp.array(10.0, flat.dtype)),
+        jnp.zeros((), flat.dtype),
     )
 
 
@@ -90,8 +112,11 @@ def joint_size_moves(
     adapting,
     model_args,
     model_kwargs,
+    ridge_moves: int = 0,
+    ridge_statistic=None,
 ):
-    """``num_moves`` random-walk Metropolis moves of (θ, n) with the record noise held fixed.
+    """``num_moves`` random-walk Metropolis moves of (θ, n) with the record noise held fixed, then
+    ``ridge_moves`` moves along the ridge S(φ, n) = const (module docstring).
 
     :param records: the records buffer (its first n slots are the database).
     :param fresh: records drawn from f(·|θ) for every slot, independently of the chain's state, whose
@@ -102,6 +127,8 @@ def joint_size_moves(
       constraint) or above the capacity is refused, and counted as blocked when the support admits it.
     :param enabled: a boolean scalar; when false nothing moves (n is held) and nothing adapts.
     :param adapting: a boolean scalar; whether the proposal's covariance and step adapt (warmup).
+    :param ridge_statistic: ``(records, n) -> S``: the release statistics that the ridge moves keep
+      (all but n's), summed over the first n records, a vector of dim φ; needed when ``ridge_moves`` > 0.
     :returns: ``(theta, n, records, state, accept_rate, blocked)``; records are g(θ, u) in every
       slot, ``blocked`` counts proposals refused for passing the capacity.
     """
@@ -142,11 +169,20 @@ def joint_size_moves(
 
     lp0 = log_density(phi, n, releases=False)[0] + log_eta
     init = (phi, jnp.asarray(n), lp0, theta, buffer, jnp.zeros((), jnp.int32))
-    (phi, n, _, theta, records, blocked), probs = jax.lax.scan(move, init, random.split(key_moves, num_moves))
+    key_moves, key_ridge = random.split(key_moves)
+    carry, probs = jax.lax.scan(move, init, random.split(key_moves, num_moves))
     rate = jnp.mean(probs)
-    # adapt the step (Robbins–Monro on the acceptance rate) and the covariance of (φ, n), warmup only
     learn = enabled & adapting
     gain = (state.adapted + 1.0) ** -0.6
+    log_ridge, ridge_rate = state.log_ridge, state.ridge_rate
+    if ridge_moves:
+        statistic = lambda phi, n: ridge_statistic(target(phi, {size_site: n}, releases=False)[2], n)
+        carry, ridge_rate = _ridge_moves(
+            key_ridge, carry, ridge_moves, log_ridge, statistic, log_density, capacity, support, enabled
+        )
+        log_ridge = jnp.where(learn, log_ridge + gain * (ridge_rate - RIDGE_ACCEPT), log_ridge)
+    phi, n, _, theta, records, blocked = carry
+    # adapt the step (Robbins–Monro on the acceptance rate) and the covariance of (φ, n), warmup only
     welford = _welford_update(
         WelfordAlgorithmState(state.mean, state.m2, state.count), jnp.append(phi, n.astype(phi.dtype))
     )
@@ -157,5 +193,64 @@ def joint_size_moves(
         keep(welford.mean, state.mean),
         keep(welford.m2, state.m2),
         state.adapted + learn.astype(state.adapted.dtype),
+        log_ridge,
+        jnp.where(enabled, ridge_rate, jnp.nan) if ridge_moves else ridge_rate,
     )
     return theta, n, records, state, jnp.where(enabled, rate, jnp.nan), blocked
+
+
+def _ridge_moves(rng_key, carry, num_moves, log_sigma, statistic, log_density, capacity, support, enabled):
+    """``num_moves`` moves along S(φ, n) = const from ``carry`` = (φ, n, log target, θ, records,
+    blocked) (module docstring); returns the new carry and the mean acceptance probability."""
+    phi0 = carry[0]
+    eye = jnp.eye(phi0.shape[0], dtype=phi0.dtype)
+    tol = jnp.sqrt(jnp.finfo(phi0.dtype).eps)
+
+    def value_and_jacobian(phi, n):
+        value, tangent = jax.linearize(lambda p: statistic(p, n), phi)
+        return value, jax.vmap(tangent, out_axes=1)(eye)
+
+    def solve(phi, n, goal, jac):
+        """Chord-Newton for S(·, n) = goal from φ, to a step below tol/100; ``(root, converged)``."""
+        lu = jax.scipy.linalg.lu_factor(jac)
+        small = tol * 1e-2 * (1.0 + jnp.max(jnp.abs(phi)))
+
+        def step(carry):
+            p, _, i = carry
+            delta = jax.scipy.linalg.lu_solve(lu, statistic(p, n) - goal)
+            return p - delta, jnp.max(jnp.abs(delta)), i + 1
+
+        far = lambda carry: (carry[1] > small) & (carry[2] < MAX_ITERATIONS)
+        root, last, _ = jax.lax.while_loop(far, step, (phi, jnp.array(jnp.inf, phi.dtype), 0))
+        return root, last <= small
+
+    def move(carry, key):
+        (phi, n, lp, theta, recs, blocked), (goal, jac) = carry
+        k1, k2 = random.split(key)
+        k = jnp.round(jnp.exp(log_sigma) * random.normal(k1, (), phi.dtype)).astype(n.dtype)
+        n_star = n + k
+        inside = support(n_star) & (n_star <= capacity) & (k != 0)
+        n_star = jnp.where(inside, n_star, n)
+        phi_star, forward = solve(phi, n_star, goal, jac)
+        goal_star, jac_star = value_and_jacobian(phi_star, n_star)
+        phi_back, backward = solve(phi_star, n, goal_star, jac_star)
+        # an involution where both solves converge and the reverse one comes back; refused elsewhere
+        # (from (φ*, n*) the same solves run the other way round: the condition holds at both ends)
+        returns = (
+            forward & backward & (jnp.max(jnp.abs(phi_back - phi)) <= tol * (1.0 + jnp.max(jnp.abs(phi))))
+        )
+        lp_star, theta_star, recs_star = log_density(phi_star, n_star)
+        volume = jnp.linalg.slogdet(jac)[1] - jnp.linalg.slogdet(jac_star)[1]
+        log_alpha = jnp.nan_to_num(lp_star - lp + volume, nan=-jnp.inf)
+        log_alpha = jnp.where(inside & returns, log_alpha, -jnp.inf)
+        accept = enabled & jnp.isfinite(lp) & (jnp.log(random.uniform(k2)) < log_alpha)
+        blocked = blocked + (enabled & (n + k > capacity) & support(n + k)).astype(blocked.dtype)
+        pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accept, x, y), a, b)
+        new = pick((phi_star, n_star, lp_star, theta_star, recs_star), (phi, n, lp, theta, recs))
+        return ((*new, blocked), pick((goal_star, jac_star), (goal, jac))), jnp.where(
+            jnp.isfinite(lp), jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0
+        )
+
+    start = value_and_jacobian(phi0, carry[1])  # (ReversibleJumpKernel checks dim S = dim φ)
+    (carry, _), probs = jax.lax.scan(move, (carry, start), random.split(rng_key, num_moves))
+    return carry, jnp.mean(probs)

@@ -351,7 +351,8 @@ def mcem(
         # the chains: started once (host-side checks of the release and of θ here), then carried
         rng_key, key_init = random.split(rng_key)
         kernel = em_kernel(model, HeldTheta(roles.theta), unknown_n=bool(size_sites))
-        states = kernel.init(random.split(key_init, num_chains), 0, params, model_args, model_kwargs)
+        per_chain = jax.tree.map(lambda v: jnp.broadcast_to(v, (num_chains,) + jnp.shape(v)), params)
+        states = kernel.init(random.split(key_init, num_chains), 0, per_chain, model_args, model_kwargs)
         states = _strongly_typed(states)  # as the E-step returns them: it compiles once, not twice
         tag = lambda name: None if key is None else (name,) + key
         chain_step = _compiled(tag("mcem.mcmc_e_step"), build_mcmc_e_step, args.dynamic)

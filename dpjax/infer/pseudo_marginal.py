@@ -243,8 +243,8 @@ class PseudoMarginalABC(PerChainKernel):
                 raise ValueError(f"`init_params` must give every θ site {sorted(theta)}; missing {missing}.")
         self._privatized, self._theta, self._num_warmup = privatized, theta, int(num_warmup)
         self._roles = spec.roles
-        init_one = partial(self._init_one, init_params=init_params, args=model_args, kwargs=model_kwargs)
-        return self._start(rng_key, init_one)
+        init_one = partial(self._init_one, args=model_args, kwargs=model_kwargs)
+        return self._start(rng_key, init_one, init_params)
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
+from numpyro.distributions import biject_to
 from numpyro.infer.hmc import HMC
 
 from ..primitives import allow_overflow
@@ -82,6 +83,12 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         (``ValueError`` where they cannot apply). Where n_dp is precise (noise sd of a few records,
         e.g. ε_n ≥ 0.1 in Table 1, ESS(n) > 400 per 5 000 draws without them) they buy little:
         ``noncentred_moves=0`` saves their cost.
+    :param ridge_moves: moves along the ridge itself per iteration, after the joint moves: each
+        changes n by k and solves for the θ that keeps the release statistics of the records
+        g(θ, u) fixed (:mod:`dpjax.infer.joint_size_moves`; exact, about 25 passes over the capacity
+        each). For a long, curved ridge that the joint moves' learnt covariance cannot span
+        (Dirichlet compositions at a very noisy n_dp). Needs continuous records, as many release
+        statistics (other than n's) as unconstrained θ entries, and ``noncentred_moves`` > 0. Default 0.
     :param hold_size: how many of the first warmup iterations keep n at its start (no birth/death
         moves); default: half of ``num_warmup``. Meanwhile the sweep and θ fit the records to the
         release at the noisy n, as with a known n. Moving n from the start lets it run along the ridge
@@ -129,10 +136,13 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         size_moves: int = 100,
         noncentred_moves: int | str = "auto",
         hold_size: int | None = None,
+        ridge_moves: int = 0,
         store_records: bool = False,
     ):
         if isinstance(size_moves, bool) or not isinstance(size_moves, (int, np.integer)) or size_moves < 1:
             raise ValueError(f"`size_moves` must be an int >= 1, got {size_moves!r}.")
+        if isinstance(ridge_moves, bool) or not isinstance(ridge_moves, (int, np.integer)) or ridge_moves < 0:
+            raise ValueError(f"`ridge_moves` must be an int >= 0, got {ridge_moves!r}.")
         if hold_size is not None and (
             isinstance(hold_size, bool) or not isinstance(hold_size, (int, np.integer)) or hold_size < 0
         ):
@@ -146,6 +156,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         )
         self._size_moves = int(size_moves)
         self._hold_size = hold_size
+        self._ridge_moves = int(ridge_moves)
 
     def _settings(self) -> dict:
         return dict(
@@ -153,6 +164,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             size_moves=self._size_moves,
             noncentred_moves=self._noncentred,
             hold_size=self._hold_size,
+            ridge_moves=self._ridge_moves,
         )
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
@@ -162,7 +174,32 @@ class ReversibleJumpKernel(DataAugmentationKernel):
                 "with n held. Lower it or lengthen the warmup."
             )
         self._held_for = num_warmup // 2 if self._hold_size is None else int(self._hold_size)
-        return super().init(rng_key, num_warmup, init_params, model_args, model_kwargs)
+        state = super().init(rng_key, num_warmup, init_params, model_args, model_kwargs)
+        if self._ridge_moves and not self._num_moves:
+            raise ValueError(
+                "`ridge_moves` run within the joint (θ, n) moves: set `noncentred_moves` to an int > 0 "
+                "(Dirichlet records, whose noise map is a transport map, get none from 'auto')."
+            )
+        return state
+
+    def _check_model(self, tr):
+        super()._check_model(tr)
+        if not self._ridge_moves:
+            return
+        discrete = [k for k in self._spec.latent_records if tr[k]["fn"].support.is_discrete]
+        if discrete:
+            raise ValueError(
+                f"`ridge_moves` solve for θ at each proposed n, so the release statistics must vary smoothly "
+                f"with θ; the record sites {discrete} are discrete. Use `noncentred_moves` alone."
+            )
+        dim_theta = sum(np.size(biject_to(self._supports[k]).inv(tr[k]["value"])) for k in self._spec.theta)
+        kept = [n for i, (n, _) in enumerate(self._spec.privatized) if i != self._size_release]
+        dim_s = sum(np.size(tr[n]["value"]) for n in kept)
+        if dim_s != dim_theta:
+            raise ValueError(
+                f"`ridge_moves` keep the release statistics {kept} ({dim_s} numbers) fixed while θ "
+                f"({dim_theta} unconstrained numbers) follows n, so the two must have the same size."
+            )
 
     def _check_step(self, state, new):
         # after the vmap over chains, so the host is called only when a birth was refused
@@ -220,8 +257,18 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         (n,) = size.values()
         return jnp.arange(self._size_bounds[1]) < n
 
+    def _ridge_statistic(self, public):
+        """``(records, n) -> S``: the release statistics other than n's, of the first n records."""
+        keep = [i for i in range(len(self._spec.privatized)) if i != self._size_release]
+
+        def statistic(records, n):
+            t = self._per_record({**public, **records}, jnp.arange(self._size_bounds[1]) < n)
+            return jnp.concatenate([jnp.ravel(jnp.sum(t[i], 0)) for i in keep])
+
+        return statistic
+
     def _joint_moves(
-        self, rng_key, state, theta, size, records, proposals, log_eta, model_args, model_kwargs
+        self, rng_key, state, theta, size, records, proposals, log_eta, public, model_args, model_kwargs
     ):
         """The joint (θ, n) moves with the record noise held (:mod:`dpjax.infer.joint_size_moves`),
         made after the record sweep and before the jumps: the sweep's proposals x* ~ f(·|θ) in the
@@ -246,6 +293,8 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             adapting=state.iteration < self._num_warmup,
             model_args=model_args,
             model_kwargs=model_kwargs,
+            ridge_moves=self._ridge_moves,
+            ridge_statistic=self._ridge_statistic(public),
         )
         return theta, {site: n}, records, nc, rate, blocked
 

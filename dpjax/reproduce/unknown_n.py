@@ -680,6 +680,10 @@ ATUS_N = 6_656
 ATUS_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "atus"
 
 
+#: the ATUS chains' moves of (α, n) at ε_n ≤ 0.01 (ReversibleJumpKernel)
+RIDGE_MOVES = {"noncentred_moves": 5, "ridge_moves": 3}
+
+
 def _atus_model(capacity, s_dp=None, n_dp=None, eps_s=1.0, eps_n=1.0):
     import numpyro
     import numpyro.distributions as dist
@@ -713,7 +717,7 @@ def _load_atus(rows: int) -> tuple[np.ndarray, int]:
 
 @experiment(
     "awan-atus",
-    source="Awan, Barrientos & Ju, §6.2, Figure 1 and Figure C2 (Figure 3 of the supplement)",
+    source="Awan, Barrientos & Ju, §6.2, Figure 1 and Figures C2–C3 (Figures 3–4 of the supplement)",
     title="ATUS compositions under bounded and unbounded DP: posterior sd of α and posterior of n",
     full_cost="~34–41 min on 2 cores in float64 (6 656 rows, 2 ε_s × 4 ε_n × 10 n_dp, 3 000 iterations each)",
 )
@@ -727,7 +731,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
     from dpjax.studies import mcmc_cell, posterior_summaries, run_study
 
     if quick:
-        rows, eps_s, eps_n, realizations, warmup, samples = 400, (1.0,), (1.0, 10.0), 2, 100, 100
+        rows, eps_s, eps_n, realizations, warmup, samples = 400, (1.0,), (0.01, 10.0), 2, 100, 100
     elif not jax.config.jax_enable_x64:
         # measured: a chain at ε_s = 10 whose noisy n_dp starts α near 66 (6 863 records) makes ~1 000
         # NUTS steps per iteration in float32 and ~15 in float64, from the same state. Summed over
@@ -764,17 +768,22 @@ def awan_atus(quick: bool, progress: bool) -> Report:
 
     qs = (0.05, 0.25, 0.5, 0.75, 0.95)
     summaries = posterior_summaries(
-        {"alpha": ("mean", "sd", "quantiles"), "n": ("mean", "sd", "quantiles")}, quantiles=qs
+        {"alpha": ("mean", "sd", "quantiles"), "n": ("mean", "sd", "quantiles"), "x_new": ("quantiles",)},
+        quantiles=qs,
     )
+
+    def collect(st, size):  # with a new composition x ~ Dirichlet(α) per draw: the predictive (Figure C3)
+        x_new = jax.random.dirichlet(jax.random.fold_in(st.rng_key, 1), st.z["alpha"])[:2]
+        return {"alpha": st.z["alpha"], "n": jnp.asarray(size, st.z["alpha"].dtype), "x_new": x_new}
+
     known = handlers.condition(partial(_atus_model, n), data={"n": jnp.array(n)})
-    collect = lambda st: {"alpha": st.z["alpha"], "n": jnp.asarray(float(n))}
     known_args = lambda key, eps_s, eps_n: (t_true + unit * scale / eps_s, jnp.asarray(float(n)), eps_s, 1.0)
     cell = mcmc_cell(
         DataAugmentationKernel(known),
         known_args,
         num_warmup=warmup,
         num_samples=samples,
-        collect=collect,
+        collect=lambda st: collect(st, n),
         init_params=start,
     )
     study = dict(rng_key=jax.random.key(2019), summaries=summaries, progress_bar=progress)
@@ -782,19 +791,26 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         cell, {"eps_s": list(eps_s), "eps_n": [INF]}, replicates=2, out=study_table("bounded"), **study
     )
     capacity = int(n + 12 / min(eps_n) + 10)  # n_dp's noise beyond 12/ε_n has probability e^-12
-    collect = lambda st: {"alpha": st.z["alpha"], "n": st.z["n"].astype(st.z["alpha"].dtype)}
-    kernel = ReversibleJumpKernel(partial(_atus_model, capacity))
-    cell = mcmc_cell(
-        kernel, args_fn, num_warmup=warmup, num_samples=samples, collect=collect, init_params=start
-    )
-    unbounded = run_study(
-        cell,
-        {"eps_s": list(eps_s), "eps_n": list(eps_n)},
-        replicates=realizations,
-        out=study_table("unbounded"),
-        **study,
-    )
-    df = pd.concat([bounded, unbounded], ignore_index=True)
+    unbounded = []
+    # at ε_n ≤ 0.01 the posterior of (α, n) is a long curved ridge (E α₁ from 5 to 30 along it): the
+    # ridge moves follow it (ReversibleJumpKernel, `ridge_moves`); without them chains stay near n_dp
+    for label, cells, moves in [
+        ("unbounded", [e for e in eps_n if e > 0.01], {}),
+        ("unbounded-ridge", [e for e in eps_n if e <= 0.01], RIDGE_MOVES),
+    ]:
+        if not cells:
+            continue
+        cell = mcmc_cell(
+            ReversibleJumpKernel(partial(_atus_model, capacity), **moves),
+            args_fn,
+            num_warmup=warmup,
+            num_samples=samples,
+            collect=lambda st: collect(st, st.z["n"]),
+            init_params=start,
+        )
+        grid = {"eps_s": list(eps_s), "eps_n": cells}
+        unbounded.append(run_study(cell, grid, replicates=realizations, out=study_table(label), **study))
+    df = pd.concat([bounded, *unbounded], ignore_index=True)
     sd_cols = [f"alpha[{j}]_sd" for j in range(3)]
     df["alpha_sd"] = df[sd_cols].mean(1)
     agg = df.groupby(["eps_s", "eps_n"])
@@ -860,6 +876,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
                     "seed": None if rows else float(ATUS_N),  # a subsample has no seed figure
                 }
             )
+    rows_out.append(_predictive_verdict(df, eps_s))
     if len(eps_s) > 1:  # "as ε_s increases, the results become more accurate"
         b = df[np.isinf(df.eps_n)].groupby("eps_s")["alpha_sd"].mean()
         rows_out.append(
@@ -883,7 +900,11 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         title="Unknown n, ATUS application (Awan, Barrientos & Ju §6.2, Figure 1)",
         comparison=compare(rows_out),
         tables={"Posterior sd of α and posterior of n (means over realisations)": summary},
-        figures={"fig1": _atus_figure(df, eps_s, eps_n, n), "figC2": _atus_c2(df, eps_s, eps_n, qs)},
+        figures={
+            "fig1": _atus_figure(df, eps_s, eps_n, n),
+            "figC2": _atus_c2(df, eps_s, eps_n, qs),
+            "figC3": _atus_c3(df, eps_s, eps_n, qs),
+        },
         settings={
             "rows": n,
             "a": A_CLAMP,
@@ -893,6 +914,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
             "warmup": warmup,
             "samples": samples,
             "capacity": capacity,
+            "moves at ε_n ≤ 0.01": RIDGE_MOVES,
         },
         notes=(
             f"{n} rows ({'a random subsample of ' if rows else ''}the ATUS 2019 compositions, male "
@@ -909,10 +931,54 @@ def awan_atus(quick: bool, progress: bool) -> Report:
             "The seed's "
             "box plots of n pool the draws of all realisations; ours show each realisation's 5–95 % "
             "interval. "
-            "Figure C2 shows posterior quantiles instead of densities; the predictive distributions (the "
-            "supplement's Figure 4 / C3) are not reproduced."
+            f"At ε_n ≤ 0.01 the unbounded chains add joint and ridge moves of (α, n) ({RIDGE_MOVES}). "
+            "Figures C2 and C3 show quantiles instead of densities (C3: of x_j for a new composition "
+            "x ~ Dirichlet(α), one draw per posterior draw)."
         ),
     )
+
+
+def _predictive_verdict(df, eps_s):
+    """ "the predictive distributions are quite robust to the specifications of ε_s and ε_n" (Figure C3):
+    the largest shift of a predictive quartile of x₁ or x₂ (mean over realisations) from the bounded
+    one at ε_s = 10, in units of that predictive interquartile range."""
+    ref = df[(df.eps_s == max(eps_s)) & np.isinf(df.eps_n)]
+    shifts = []
+    for j in range(2):
+        iqr = ref[f"x_new[{j}]_q0.75"].mean() - ref[f"x_new[{j}]_q0.25"].mean()
+        for q in (0.25, 0.5, 0.75):
+            col = f"x_new[{j}]_q{q:g}"
+            shifts.append(np.max(np.abs(df.groupby(["eps_s", "eps_n"])[col].mean() - ref[col].mean())) / iqr)
+    return {
+        "quantity": "largest shift of a predictive quartile of x1 or x2 over all (ε_s, ε_n) cells, in "
+        "predictive IQRs of the bounded cell at the largest ε_s (Figure C3: robust)",
+        "dpjax": float(np.max(shifts)),
+        "seed": 0.0,
+        "tol": 0.1,
+    }
+
+
+def _atus_c3(df, eps_s, eps_n, qs):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(eps_s), 2, figsize=(9, 3.2 * len(eps_s)), squeeze=False)
+    for i, es in enumerate(eps_s):
+        for j in range(2):
+            ax = axes[i, j]
+            for k, e in enumerate((INF, *eps_n)):
+                g = df[(df.eps_s == es) & (df.eps_n == e)]  # mean over realisations
+                ax.plot(
+                    [g[f"x_new[{j}]_q{q:g}"].mean() for q in qs],
+                    qs,
+                    "-" if np.isinf(e) else "--",
+                    marker=".",
+                    color="k" if np.isinf(e) else f"C{k}",
+                    label="bounded" if np.isinf(e) else f"ε_n={_eps(e)}",
+                )
+            ax.set(xlabel=f"x{j + 1} of a new composition", ylabel=f"predictive CDF (ε_s = {_eps(es)})")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def _atus_figure(df, eps_s, eps_n, n):
