@@ -84,11 +84,14 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         e.g. ε_n ≥ 0.1 in Table 1, ESS(n) > 400 per 5 000 draws without them) they buy little:
         ``noncentred_moves=0`` saves their cost.
     :param ridge_moves: moves along the ridge itself per iteration, after the joint moves: each
-        changes n by k and solves for the θ that keeps the release statistics of the records
-        g(θ, u) fixed (:mod:`dpjax.infer.joint_size_moves`; exact, about 25 passes over the capacity
-        each). For a long, curved ridge that the joint moves' learnt covariance cannot span
-        (Dirichlet compositions at a very noisy n_dp). Needs continuous records, as many release
-        statistics (other than n's) as unconstrained θ entries, and ``noncentred_moves`` > 0. Default 0.
+        changes n by k (σ adapted in warmup) and solves for the θ at which the records g(θ, u) keep
+        their release statistics, so s no longer holds θ back (:mod:`dpjax.infer.joint_size_moves`;
+        exact: an involution with its volume factor). For a long, curved ridge that the joint moves'
+        learnt covariance cannot span: Dirichlet compositions at a very noisy n_dp, where α₁ runs
+        from 5 to 30 along it. Each costs dim θ + 2 passes over the capacity plus one per chord
+        iteration of its two solves. Needs continuous records, as many release
+        statistics (other than n's) as unconstrained θ entries, and ``noncentred_moves`` > 0.
+        Default 0. Their acceptance rate is the extra field ``"nc.ridge_rate"``.
     :param hold_size: how many of the first warmup iterations keep n at its start (no birth/death
         moves); default: half of ``num_warmup``. Meanwhile the sweep and θ fit the records to the
         release at the noisy n, as with a known n. Moving n from the start lets it run along the ridge

@@ -1,0 +1,123 @@
+"""The ATUS ridge at ε_n = 0.01: ReversibleJumpKernel with and without ridge moves against the CLT oracle.
+
+One release of the awan-atus experiment (ε_s = 10: s from its standard Laplace draw; n_dp = n +
+Laplace(1/ε_n) from key 7), the 6 656 ATUS compositions, α_j ~ Gamma(1, 0.1), n flat on 1..capacity.
+With n_dp's noise sd 141 the posterior of (α, n) is a long curved ridge n·E_α t ≈ s (E α₁ from 2 to 90
+along it). Each variant runs 4 vectorized chains; its posterior of n and α is compared with the
+semi-analytic large-n posterior of ``atus_clt.py`` (z = (chain mean − oracle) / MCSE, MCSE from the
+bulk ESS). Needs 64-bit floats: ``JAX_ENABLE_X64=1 python benchmarks/atus_ridge.py`` (~15 min).
+"""
+
+import argparse
+import time
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _common import table, write_results
+from atus_clt import clt_posterior
+from numpyro.diagnostics import effective_sample_size
+from numpyro.infer import MCMC
+
+from dpjax.compositional import dirichlet_mle
+from dpjax.infer import ReversibleJumpKernel
+from dpjax.reproduce.unknown_n import A_CLAMP, _atus_model, _load_atus
+
+EPS_S, EPS_N, CHAINS = 10.0, 0.01, 4
+VARIANTS = {"joint moves only (J = 5)": 0, "joint + ridge moves (J = 5, R = 3)": 3}
+
+
+COLUMNS = ("variant", "E n", "sd n", "E α₁", "sd α₁", "z (E n)", "z (E α₁)", "ESS n", "ESS α₁", "ESS n / s",
+           "seconds", "ridge acceptance")  # fmt: skip
+
+
+def _cell(row, key):
+    value = row.get(key)
+    if value is None or isinstance(value, str):
+        return value or ""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def release():
+    x, _ = _load_atus(0)
+    n = len(x)
+    t = jnp.asarray(np.log(np.clip(x, A_CLAMP, 1.0)).sum(0))
+    unit = jax.random.laplace(jax.random.key(2019), (3,))
+    s = t + unit * (-3 * float(np.log(A_CLAMP))) / EPS_S
+    return n, s, n + jax.random.laplace(jax.random.key(7)) / EPS_N
+
+
+def run(ridge_moves, n, s, n_dp, warmup, samples):
+    capacity = int(n + 12 / EPS_N + 10)
+    kernel = ReversibleJumpKernel(partial(_atus_model, capacity), noncentred_moves=5, ridge_moves=ridge_moves)
+    mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, num_chains=CHAINS, chain_method="vectorized",
+                progress_bar=False)  # fmt: skip
+    start = {"alpha": jnp.broadcast_to(dirichlet_mle(s / n_dp).alpha, (CHAINS, 3))}
+    t = time.perf_counter()
+    mcmc.run(jax.random.key(3), s, n_dp, EPS_S, EPS_N, init_params=start, extra_fields=("nc.ridge_rate",))
+    seconds = time.perf_counter() - t
+    draws = mcmc.get_samples(group_by_chain=True)
+    return (
+        np.asarray(draws["n"], float),
+        np.asarray(draws["alpha"]),
+        seconds,
+        float(np.nanmean(np.asarray(mcmc.get_extra_fields()["nc.ridge_rate"]))) if ridge_moves else None,
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--samples", type=int, default=1500)
+    args = parser.parse_args()
+    if not jax.config.jax_enable_x64:
+        raise SystemExit("run with JAX_ENABLE_X64=1 (the Dirichlet log density over 6 656 records needs it)")
+    n, s, n_dp = release()
+    oracle = clt_posterior(np.asarray(s), float(n_dp), EPS_S, EPS_N)
+    rows = [
+        {
+            "variant": "CLT oracle (atus_clt.py)",
+            "E n": oracle["mean_n"],
+            "sd n": oracle["sd_n"],
+            "E α₁": oracle["mean_alpha"][0],
+            "sd α₁": oracle["sd_alpha"][0],
+        }
+    ]
+    for name, ridge in VARIANTS.items():
+        ns, alpha, seconds, rate = run(ridge, n, s, n_dp, args.warmup, args.samples)
+        ess_n, ess_a = float(effective_sample_size(ns)), float(effective_sample_size(alpha[..., 0]))
+        z = lambda d, e, exact: (d.mean() - exact) / (d.std() / np.sqrt(e))
+        rows.append(
+            {
+                "variant": name,
+                "E n": ns.mean(),
+                "sd n": ns.std(),
+                "E α₁": alpha[..., 0].mean(),
+                "sd α₁": alpha[..., 0].std(),
+                "z (E n)": z(ns, ess_n, oracle["mean_n"]),
+                "z (E α₁)": z(alpha[..., 0], ess_a, oracle["mean_alpha"][0]),
+                "ESS n": ess_n,
+                "ESS α₁": ess_a,
+                "ESS n / s": ess_n / seconds,
+                "seconds": seconds,
+                "ridge acceptance": rate,
+            }
+        )
+        print(rows[-1], flush=True)
+    markdown = (
+        f"ATUS, ε_s = {EPS_S:g}, ε_n = {EPS_N:g}, n = {n}, n_dp = {float(n_dp):.1f}; {CHAINS} chains × "
+        f"({args.warmup} warmup + {args.samples} draws); seconds include compilation. Oracle: Laplace − grid "
+        f"spread of log p(s | n) {oracle['laplace_minus_grid']:.4f}, 5/50/95 % of n {oracle['q_n']}.\n\n"
+        + "\n".join(table(rows, [(k, partial(_cell, key=k)) for k in COLUMNS]))
+    )
+    write_results(
+        "atus_ridge",
+        {"oracle": oracle, "rows": rows, "settings": vars(args)},
+        markdown,
+        "JAX_ENABLE_X64=1 python benchmarks/atus_ridge.py",
+    )
+
+
+if __name__ == "__main__":
+    main()
