@@ -138,3 +138,68 @@ def clt_posterior(s, n_dp, eps_s, eps_n, cov="clamped"):
         "sd_alpha": np.sqrt(w @ ea2 - mean_a**2),
         "laplace_minus_grid": float(np.ptp([o["lap"] - o["grid"] for o in out])),
     }
+
+
+def verdict_check(eps_s, eps_n=0.01, realisations=10, draws=4000, seed=0):
+    """How the awan-atus verdict "sd of E n over the n_dp realisations ≤ mean posterior sd of n" fares
+    under this posterior itself: p(s | n) on a grid of n (Laplace approximation), then the posterior
+    of n for ``draws`` values n_dp = n + Laplace(1/ε_n), and the share of sets of ``realisations``
+    among them in which the verdict fails."""
+    import jax
+    import jax.numpy as jnp
+
+    from dpjax.reproduce.unknown_n import _load_atus
+
+    x, _ = _load_atus(0)
+    n = len(x)
+    # s exactly as awan-atus builds it (float32 sum, the run's own float type for the Laplace draw)
+    t = jnp.asarray(np.log(np.clip(x, A, 1.0)).sum(0), jnp.float32)
+    s = np.asarray(t + jax.random.laplace(jax.random.key(2019), (3,)) * (-3 * LOGA) / eps_s, float)
+    bs = -3 * LOGA / eps_s
+    # upwards from well below n, warm-started; past the upper edge s/n is no Dirichlet mean (-inf)
+    grid, log_evidence, phi = np.arange(n - 1400, n + 400, 4), [], start_phi(s / (n - 1400))
+    for m in grid:
+        try:
+            r = integrate_n(m, s, bs, "clamped", phi, grid=False)
+        except (np.linalg.LinAlgError, ValueError):
+            r = {"lap": -np.inf}
+        if np.isfinite(r["lap"]):
+            phi = r["phi"]
+        log_evidence.append(r["lap"] if np.isfinite(r["lap"]) else -np.inf)
+    keep = np.isfinite(log_evidence)
+    ns = np.arange(grid[keep].min(), grid[keep].max() + 1)
+    log_p = np.interp(ns, grid[keep], np.asarray(log_evidence)[keep])
+    rng = np.random.default_rng(seed)
+    means, sds = [], []
+    for n_dp in n + rng.laplace(0.0, 1.0 / eps_n, draws):
+        w = np.exp(log_p - eps_n * np.abs(n_dp - ns) - np.max(log_p - eps_n * np.abs(n_dp - ns)))
+        w /= w.sum()
+        means.append(w @ ns)
+        sds.append(np.sqrt(w @ (ns - means[-1]) ** 2))
+    means, sds = np.array(means), np.array(sds)
+    sets = rng.integers(0, draws, (draws, realisations))
+    fails = np.mean(means[sets].std(1, ddof=1) > sds[sets].mean(1))
+    return {
+        "eps_s": eps_s,
+        "sd of E n": means.std(),
+        "mean posterior sd of n": sds.mean(),
+        "verdict fails": fails,
+    }
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from _common import table, write_results
+
+    rows = [verdict_check(eps_s) for eps_s in (1.0, 10.0)]
+    columns = [(k, lambda r, k=k: f"{r[k]:.3g}") for k in rows[0]]
+    write_results(
+        "atus_clt",
+        {"rows": rows},
+        "The awan-atus verdict at ε_n = 0.01 under the large-n posterior itself (ATUS, 4 000 n_dp draws, "
+        "sets of 10 realisations):\n\n" + "\n".join(table(rows, columns)),
+        "JAX_ENABLE_X64=1 python benchmarks/atus_clt.py",
+    )
+    print(rows)
