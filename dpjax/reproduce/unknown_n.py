@@ -958,29 +958,6 @@ def _predictive_verdict(df, eps_s):
     }
 
 
-def _atus_c3(df, eps_s, eps_n, qs):
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(eps_s), 2, figsize=(9, 3.2 * len(eps_s)), squeeze=False)
-    for i, es in enumerate(eps_s):
-        for j in range(2):
-            ax = axes[i, j]
-            for k, e in enumerate((INF, *eps_n)):
-                g = df[(df.eps_s == es) & (df.eps_n == e)]  # mean over realisations
-                ax.plot(
-                    [g[f"x_new[{j}]_q{q:g}"].mean() for q in qs],
-                    qs,
-                    "-" if np.isinf(e) else "--",
-                    marker=".",
-                    color="k" if np.isinf(e) else f"C{k}",
-                    label="bounded" if np.isinf(e) else f"ε_n={_eps(e)}",
-                )
-            ax.set(xlabel=f"x{j + 1} of a new composition", ylabel=f"predictive CDF (ε_s = {_eps(es)})")
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
 def _atus_figure(df, eps_s, eps_n, n):
     import matplotlib.pyplot as plt
 
@@ -1012,23 +989,47 @@ def _atus_figure(df, eps_s, eps_n, n):
 
 
 def _atus_c2(df, eps_s, eps_n, qs):
+    """Posterior quantiles of α, one realisation per cell as in the seed."""
+    return _quantile_curves(
+        df, eps_s, eps_n, qs, "alpha", 3, "α{}", "posterior CDF", lambda column: column.iloc[0]
+    )
+
+
+def _atus_c3(df, eps_s, eps_n, qs):
+    """Predictive quantiles of x₁ and x₂ for a new composition, means over realisations."""
+    return _quantile_curves(
+        df,
+        eps_s,
+        eps_n,
+        qs,
+        "x_new",
+        2,
+        "x{} of a new composition",
+        "predictive CDF",
+        lambda column: column.mean(),
+    )
+
+
+def _quantile_curves(df, eps_s, eps_n, qs, site, parts, xlabel, ylabel, reduce):
+    """CDF curves through the quantiles ``qs`` of ``site[j]``: one panel per (ε_s, j), one curve per ε_n
+    (bounded solid), each quantile reduced over the cell's realisations by ``reduce``."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(eps_s), 3, figsize=(12, 3.2 * len(eps_s)), squeeze=False)
+    fig, axes = plt.subplots(len(eps_s), parts, figsize=(4.1 * parts, 3.2 * len(eps_s)), squeeze=False)
     for i, es in enumerate(eps_s):
-        for j in range(3):
+        for j in range(parts):
             ax = axes[i, j]
             for k, e in enumerate((INF, *eps_n)):
-                g = df[(df.eps_s == es) & (df.eps_n == e)].iloc[0]  # one realisation, as in the seed
+                g = df[(df.eps_s == es) & (df.eps_n == e)]
                 ax.plot(
-                    [g[f"alpha[{j}]_q{q:g}"] for q in qs],
+                    [reduce(g[f"{site}[{j}]_q{q:g}"]) for q in qs],
                     qs,
                     "-" if np.isinf(e) else "--",
                     marker=".",
                     color="k" if np.isinf(e) else f"C{k}",
                     label="bounded" if np.isinf(e) else f"ε_n={_eps(e)}",
                 )
-            ax.set(xlabel=f"α{j + 1}", ylabel=f"posterior CDF (ε_s = {_eps(es)})")
+            ax.set(xlabel=xlabel.format(j + 1), ylabel=f"{ylabel} (ε_s = {_eps(es)})")
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     return fig
