@@ -169,7 +169,8 @@ def joint_size_moves(
 
     lp0 = log_density(phi, n, releases=False)[0] + log_eta
     init = (phi, jnp.asarray(n), lp0, theta, buffer, jnp.zeros((), jnp.int32))
-    key_moves, key_ridge = random.split(key_moves)
+    if ridge_moves:  # (only then: without them the joint moves' draws stay as they were)
+        key_moves, key_ridge = random.split(key_moves)
     carry, probs = jax.lax.scan(move, init, random.split(key_moves, num_moves))
     rate = jnp.mean(probs)
     learn = enabled & adapting
