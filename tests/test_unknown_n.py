@@ -149,7 +149,7 @@ def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves):
         noncentred_moves=3,
         ridge_moves=ridge_moves,
     )
-    mcmc = MCMC(kernel, num_warmup=500, num_samples=2500, num_chains=4, chain_method="vectorized",
+    mcmc = MCMC(kernel, num_warmup=500, num_samples=4000, num_chains=4, chain_method="vectorized",
                 progress_bar=False)  # fmt: skip
     mcmc.run(jax.random.key(0), extra_fields=("nc.ridge_rate",))
     assert_matches(mcmc, *exact_unknown_n_normal(s_dp, n_dp, LAPLACE, NOISY_N, CAP), site="mu")
