@@ -204,12 +204,11 @@ def _ridge_moves(rng_key, carry, num_moves, log_sigma, statistic, log_density, c
     """``num_moves`` moves along S(φ, n) = const from ``carry`` = (φ, n, log target, θ, records,
     blocked) (module docstring); returns the new carry and the mean acceptance probability."""
     phi0 = carry[0]
-    eye = jnp.eye(phi0.shape[0], dtype=phi0.dtype)
     tol = jnp.sqrt(jnp.finfo(phi0.dtype).eps)
 
-    def value_and_jacobian(phi, n):
-        value, tangent = jax.linearize(lambda p: statistic(p, n), phi)
-        return value, jax.vmap(tangent, out_axes=1)(eye)
+    def value_and_jacobian(phi, n):  # S and ∂S/∂φ in one forward pass
+        jac, value = jax.jacfwd(lambda p: (statistic(p, n),) * 2, has_aux=True)(phi)
+        return value, jac
 
     def solve(phi, n, goal, jac):
         """Chord-Newton for S(·, n) = goal from φ, to a step below tol/100; ``(root, converged)``."""
