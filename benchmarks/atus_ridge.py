@@ -4,7 +4,7 @@ One release of the awan-atus experiment (ε_s = 10: s from its standard Laplace 
 Laplace(1/ε_n) from key 7), the 6 656 ATUS compositions, α_j ~ Gamma(1, 0.1), n flat on 1..capacity.
 With n_dp's noise sd 141 the posterior of (α, n) is a long curved ridge n·E_α t ≈ s (E α₁ from 2 to 90
 along it). Each variant runs 4 vectorized chains; its posterior of n and α is compared with the
-semi-analytic large-n posterior of ``atus_clt.py`` (z = (chain mean − oracle) / MCSE, MCSE from the
+semi-analytic large-n posterior of ``dpjax.reproduce.atus_oracle`` (z = (chain mean − oracle) / MCSE, MCSE from the
 bulk ESS). Needs 64-bit floats: ``JAX_ENABLE_X64=1 python benchmarks/atus_ridge.py`` (~15 min).
 """
 
@@ -16,12 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import table, write_results
-from atus_clt import clt_posterior
 from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC
 
 from dpjax.compositional import dirichlet_mle
 from dpjax.infer import ReversibleJumpKernel
+from dpjax.reproduce import atus_oracle
 from dpjax.reproduce.unknown_n import A_CLAMP, _atus_model, _load_atus
 
 EPS_S, EPS_N, CHAINS = 10.0, 0.01, 4
@@ -74,10 +74,12 @@ def main():
     if not jax.config.jax_enable_x64:
         raise SystemExit("run with JAX_ENABLE_X64=1 (the Dirichlet log density over 6 656 records needs it)")
     n, s, n_dp = release()
-    oracle = clt_posterior(np.asarray(s), float(n_dp), EPS_S, EPS_N)
+    capacity = int(n + 12 / EPS_N + 10)
+    ev = atus_oracle.evidence(np.asarray(s), EPS_S, atus_oracle.n_range([float(n_dp)], EPS_N, capacity))
+    oracle = {**atus_oracle.posterior(ev, float(n_dp), EPS_N), "laplace_minus_grid": ev["laplace_minus_grid"]}
     rows = [
         {
-            "variant": "CLT oracle (atus_clt.py)",
+            "variant": "CLT oracle (dpjax.reproduce.atus_oracle)",
             "E n": oracle["mean_n"],
             "sd n": oracle["sd_n"],
             "E α₁": oracle["mean_alpha"][0],

@@ -79,7 +79,9 @@ def mcmc_cell(
     dict, or a function of the model arguments returning one (a start computed from each release, e.g.
     an estimate of θ from s).
 
-    ``collect`` defaults to θ (``state.z``) plus the state fields named in ``stats``
+    ``collect`` maps each draw's state to the outputs to keep, ``collect(state)``, or
+    ``collect(state, args)`` to keep something of the replicate's model arguments too (e.g. its
+    simulated release). It defaults to θ (``state.z``) plus the state fields named in ``stats``
     (e.g. ``"record_accept_rate"``), whose mean summary is the acceptance rate.
 
     >>> import jax, numpyro, numpyro.distributions as dist, dpjax
@@ -124,6 +126,8 @@ def mcmc_cell(
             raise ValueError(f"mcmc_cell: stats {missing} are not fields of {type(state).__name__}")
         return {**state.z, **{s: getattr(state, s) for s in stats}}
 
+    with_args = collect is not None and len(_positional(collect)) >= 2
+
     def cell(key, **params):
         k_args, k_chains = jax.random.split(key)
         args = args_fn(k_args, **params)
@@ -139,7 +143,7 @@ def mcmc_cell(
             args,
             num_warmup=num_warmup,
             num_samples=num_samples,
-            collect=collect or default_collect,
+            collect=(lambda st: collect(st, args)) if with_args else collect or default_collect,
             init_params=start,
         )
         if num_chains == 1:  # no vmap: a lighter compilation
@@ -147,6 +151,14 @@ def mcmc_cell(
         return jax.vmap(run)(jax.random.split(k_chains, num_chains))
 
     return cell
+
+
+def _positional(fn) -> list[str]:
+    """The parameters of ``fn`` that a positional argument can fill."""
+    import inspect
+
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in inspect.signature(fn).parameters.values() if p.kind in kinds]
 
 
 # ------------------------------------------------------------------------------------ summaries

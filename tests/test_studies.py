@@ -245,6 +245,27 @@ def test_mcmc_cell_init_params_from_the_model_args():
         mcmc_cell(_AR1Kernel(), args_fn, num_warmup=0, num_samples=1, init_params=[1.0])
 
 
+def test_mcmc_cell_collect_can_keep_the_simulated_release():
+    """collect(state, args): the replicate's simulated model arguments reach the table beside θ, equal to
+    what args_fn drew from the replicate's key."""
+    args_fn = lambda key, theta: (theta + jax.random.normal(key),)
+    cell = mcmc_cell(
+        _AR1Kernel(),
+        args_fn,
+        num_warmup=0,
+        num_samples=3,
+        collect=lambda state, args: {"theta": state.z["theta"], "y": args[0]},
+    )
+    key = jax.random.key(5)
+    out = cell(key, theta=2.0)
+    assert out["theta"].shape == out["y"].shape == (1, 3)
+    assert np.all(np.asarray(out["y"]) == float(args_fn(jax.random.split(key)[0], 2.0)[0]))
+    df = run_study(
+        cell, {"theta": [2.0]}, replicates=3, rng_key=key, summaries={"y": ("mean",)}, progress_bar=False
+    )
+    assert df["y_mean"].nunique() == 3  # one release per replicate
+
+
 def test_mcmc_cell_runs_chains_with_stats():
     cell = mcmc_cell(
         _AR1Kernel(),
