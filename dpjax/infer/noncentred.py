@@ -51,7 +51,7 @@ from numpyro.infer.util import log_density
 from numpyro.primitives import Messenger
 
 from ..primitives import INFER_KEY
-from .rwm import adapt, proposal_scale
+from .rwm import adapt, empty_moments, propose
 from .samplers import log_gamma
 
 __all__ = [
@@ -83,7 +83,7 @@ class NCState(NamedTuple):
 
     i: jax.Array  # iteration counter
     log_step: jax.Array  # log of the scalar random-walk step
-    count: jax.Array  # Welford estimate of the per-coordinate variance of unconstrained θ
+    count: jax.Array  # Welford estimate of the covariance of unconstrained θ
     mean: jax.Array
     m2: jax.Array
 
@@ -411,12 +411,11 @@ def noncentred_moves(
     noise = noise_of(key_u, model, theta, records, model_args, model_kwargs)
     dtypes = {k: v.dtype for k, v in records.items()}
     flat, log_density = unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs)
-    scale = proposal_scale(nc)
 
     def move(carry, key):
         flat, lp, theta, recs = carry
         k1, k2 = random.split(key)
-        prop = flat + scale * random.normal(k1, flat.shape)
+        prop = propose(k1, nc, flat)
         lp_new, theta_new, recs_new = log_density(prop)
         log_alpha = jnp.nan_to_num(lp_new - lp, nan=-jnp.inf)
         # no move from outside the exact region (lp = -inf): its noise u would be inexact
@@ -441,5 +440,6 @@ def noncentred_moves(
 
 def init_nc_state(theta, supports) -> NCState:
     flat, _ = ravel_pytree({k: biject_to(supports[k]).inv(theta[k]) for k in theta})
-    zero = jnp.zeros_like(flat)
-    return NCState(jnp.array(0), jnp.log(jnp.array(0.5)), jnp.array(0.0), zero, zero)
+    return NCState(
+        jnp.array(0), jnp.log(jnp.array(0.5)), jnp.array(0.0), *empty_moments(flat.shape[0], flat.dtype)
+    )

@@ -25,7 +25,7 @@ from numpyro.distributions import biject_to
 from ..primitives import simulate
 from .abc import _spec
 from .chains import PerChainKernel, check_init_params, records_hidden
-from .rwm import adapt, proposal_scale
+from .rwm import adapt, empty_moments, propose
 
 __all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
 
@@ -320,16 +320,17 @@ class PseudoMarginalABC(PerChainKernel):
         else:
             records = self._select(random.fold_in(key_est, 1), log_w, sims)
         log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
-        zero, scalar = jnp.zeros_like(flat), jnp.zeros_like(log_lik)
+        scalar = jnp.zeros_like(log_lik)
         return PMState(
             self._z(theta, records), flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
             jnp.array(1.0), jnp.array(1.0), jnp.array(0), jnp.log(jnp.array(0.5)), jnp.array(0.0),
-            zero, zero, scalar - jnp.inf, scalar - jnp.inf, scalar, records, key_state,
+            *empty_moments(flat.shape[0], flat.dtype), scalar - jnp.inf, scalar - jnp.inf, scalar, records,
+            key_state,
         )  # fmt: skip
 
     def _sample_one(self, state, args, kwargs):
         key, k_prop, k_est, k_acc = random.split(state.rng_key, 4)
-        prop = state.flat + proposal_scale(state) * random.normal(k_prop, state.flat.shape)
+        prop = propose(k_prop, state, state.flat)
         theta, log_jac = self._unravel(prop)
         log_prior, log_w, sims = self._estimate(k_est, theta, args, kwargs)
         # (θ', the selected simulation) goes with the proposal: an MH move on the extended target
