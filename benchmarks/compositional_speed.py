@@ -33,7 +33,7 @@ def iteration_ns(n, d, mode):
     alpha = jnp.linspace(2.0, 4.0, d)
     held = lambda key, records, params: {"alpha": params["alpha"]}  # α held: the iteration is the sweep
     if mode == "nuts":
-        kernel = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=5))
+        kernel = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=5), noncentred_moves=0)
     else:
         kernel = DataAugmentationKernel(dirichlet_mean_log, theta_update=held, noncentred_moves=0)
     release = jnp.log(jnp.maximum(alpha / alpha.sum(), A))  # a plausible S_L

@@ -212,7 +212,9 @@ def test_dirichlet_moves_target_carries_the_noise_density():
     assert abs(float(q_part)) > 0.1  # the q term is not negligible here, so the check sees it
 
 
-def test_dirichlet_transport_moves_run_on_request_only():
+def test_dirichlet_transport_moves_run_by_default():
+    """A transport map (Dirichlet records) is a noise representation the "auto" moves use, like a
+    θ-free one."""
     from dpjax.infer.noncentred import noise_supported
 
     fn = dist.Dirichlet(jnp.ones(3))
@@ -226,7 +228,7 @@ def test_dirichlet_transport_moves_run_on_request_only():
         dpjax.privatized("s", mech, lambda r: jnp.log(r["x"]), {"x": x}, plate="rows", obs=s)
 
     s = jnp.array([-12.0, -10.0, -9.0])
-    for moves, expected in (("auto", 0), (2, 2)):
+    for moves, expected in (("auto", 5), (2, 2), (0, 0)):
         kernel = DataAugmentationKernel(model, noncentred_moves=moves)
         kernel.init(jax.random.key(0), 10, None, (s,), {})
         assert kernel._num_moves == expected, moves

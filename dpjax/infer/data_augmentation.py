@@ -690,10 +690,7 @@ class DataAugmentationKernel(PerChainKernel):
             )
             blockers = costly
         if self._noncentred == "auto":
-            # transport maps (a θ-dependent noise law: Dirichlet records) only on request: measured on
-            # the ATUS compositions, they did not free the chains that crawl without them
-            transport = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"], transport=False)]
-            self._num_moves = 0 if blockers or transport else 5
+            self._num_moves = 0 if blockers else 5
         elif self._noncentred and blockers:
             raise ValueError(
                 f"`noncentred_moves` needs a noise representation of every latent record site and a "

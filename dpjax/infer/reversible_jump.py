@@ -180,8 +180,8 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         state = super().init(rng_key, num_warmup, init_params, model_args, model_kwargs)
         if self._ridge_moves and not self._num_moves:
             raise ValueError(
-                "`ridge_moves` run within the joint (θ, n) moves: set `noncentred_moves` to an int > 0 "
-                "(Dirichlet records, whose noise map is a transport map, get none from 'auto')."
+                "`ridge_moves` run within the joint (θ, n) moves: `noncentred_moves` must be 'auto' or an "
+                "int > 0, not 0."
             )
         return state
 
