@@ -20,10 +20,10 @@ changes Σ log q by 0.015 nats (sd, float64), where moving α with the records h
 density by −10 ± 12 (``benchmarks/dirichlet_transport.py``). ``noncentred_moves="auto"`` includes
 them since the moves adapt a dense covariance (:mod:`dpjax.infer.rwm`): where the release pins the
 ratios of α but hardly its scale, the θ-step of plain DA crawls along that ridge and these moves
-cross it. Measured (2 chains × 2 000 draws, float64): DPMCMC at n = 1 000, ε₁ = 0.375, α = (2.2, 3.3,
-4.4), ESS of α 3–4 without them (a posterior sd of α₁ of 1.1 where the mixing chains give 2.8) and
-~880 with 5 per iteration, 136× the ESS per second; the ATUS compositions with n known at ε_s = 1,
-ESS of α₁ 11–12 per 2 000 draws and 190–225 with them.
+cross it. Measured (2 chains × 2 000 draws): DPMCMC at n = 1 000, ε₁ = 0.375, α = (2.2, 3.3, 4.4)
+(``benchmarks/dpmcmc_mixing.py``, float32), ESS of α 3–4 without them (a posterior sd of α₁ of 1.1
+where the mixing chains give 2.8) and ~880 with 5 per iteration, 136× the ESS per second; the ATUS
+compositions with n known at ε_s = 1 (float64), ESS of α₁ 11–12 per 2 000 draws and 190–225.
 
 The inverse-CDF map is only as exact as F. JAX's float32 ``gammaincc`` errs by 2e-5 at a Poisson
 rate of 100 and 6e-3 at 12 000, which would target a distorted record law; float64 is accurate at
