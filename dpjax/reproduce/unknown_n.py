@@ -968,10 +968,10 @@ def _with_oracle(df, release, capacity):
 def _oracle_verdicts(df, eps_s, judged=True):
     """The chains against the oracle, realisation by realisation, at one ε_s: E n at every ε_n; at the
     smallest ε_n (the ridge) also the posterior sd of n and E α₁; E α₁ and its sd with n known (the
-    oracle with the exact Laplace noise there). A mean over
-    realisations has the larger of two standard errors: the Monte Carlo one (from α's ESS) and, with 5
-    or more realisations, the one from their spread, which holds however sticky the chains are. Without
-    ``judged`` the rows carry no comparison figure (a verdict of "—")."""
+    oracle with the exact Laplace noise there). A mean over realisations has the larger of two
+    standard errors: the Monte Carlo one (from α's ESS) and, with 5 or more realisations, the one from
+    their spread, which holds however sticky the chains are. Without ``judged`` the rows carry no
+    comparison figure (a verdict of "—")."""
 
     def row(quantity, values, seed=0.0, mcse=None):
         values = np.asarray(values, float)
