@@ -4,7 +4,7 @@ One simulated data set, α = (2.2, 3.3, 4.4), n = 1 000, a = 10⁻³, ε₁ = 0.
 ε = 0.5), the release S_L = S₀(D, a) + Laplace; ``compositional.dp_mcmc`` with 2 vectorized chains ×
 (1 000 warmup + 2 000 draws), prior p1, ``noncentred_moves`` 0 (the seed's sampler) against 5 (the
 records held as Wilson–Hilferty noise, a dense adaptive random walk on log α). Seconds include
-compilation, float32. ``python benchmarks/dpmcmc_mixing.py`` (~10 min on 2 cores).
+compilation, float32. ``python benchmarks/dpmcmc_mixing.py`` (under a minute on 2 cores).
 """
 
 import time

@@ -22,7 +22,7 @@ them since the moves adapt a dense covariance (:mod:`dpjax.infer.rwm`): where th
 ratios of α but hardly its scale, the θ-step of plain DA crawls along that ridge and these moves
 cross it. Measured (2 chains × 2 000 draws): DPMCMC at n = 1 000, ε₁ = 0.375, α = (2.2, 3.3, 4.4)
 (``benchmarks/dpmcmc_mixing.py``, float32), ESS of α 3–4 without them (a posterior sd of α₁ of 1.1
-where the mixing chains give 2.8) and ~880 with 5 per iteration, 136× the ESS per second; the ATUS
+where the mixing chains give 2.8) and ~880 with 5 per iteration, ~440× the ESS per second; the ATUS
 compositions with n known at ε_s = 1 (float64), ESS of α₁ 11–12 per 2 000 draws and 190–225.
 
 The inverse-CDF map is only as exact as F. JAX's float32 ``gammaincc`` errs by 2e-5 at a Poisson
