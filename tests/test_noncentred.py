@@ -311,7 +311,7 @@ def test_random_walk_adapts_a_dense_covariance():
     """The random-walk moves learn the covariance of θ, off-diagonal included (a ridge off the axes,
     as the ATUS α at ε_s = 1): after warmup the proposal's covariance is step² × that of the draws."""
     from dpjax.infer.noncentred import init_nc_state
-    from dpjax.infer.rwm import adapt, proposal_cholesky, propose
+    from dpjax.infer.rwm import adapt, proposal_cholesky, proposer
 
     cov = jnp.array([[1.0, 0.98], [0.98, 1.0]])
     draws = jax.random.multivariate_normal(jax.random.key(0), jnp.zeros(2), cov, (4000,))
@@ -321,5 +321,5 @@ def test_random_walk_adapts_a_dense_covariance():
     chol = proposal_cholesky(state.count, state.m2)
     learnt = np.asarray(chol @ chol.T)
     assert np.allclose(learnt, np.cov(np.asarray(draws).T), atol=0.02), learnt
-    steps = jax.vmap(lambda k: propose(k, state, jnp.zeros(2)))(jax.random.split(jax.random.key(1), 20_000))
+    steps = jax.vmap(lambda k: proposer(state)(k, jnp.zeros(2)))(jax.random.split(jax.random.key(1), 20_000))
     assert np.corrcoef(np.asarray(steps).T)[0, 1] > 0.95

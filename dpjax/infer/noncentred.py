@@ -55,7 +55,7 @@ from numpyro.infer.util import log_density
 from numpyro.primitives import Messenger
 
 from ..primitives import INFER_KEY
-from .rwm import adapt, empty_moments, propose
+from .rwm import adapt, empty_moments, proposer
 from .samplers import log_gamma
 
 __all__ = [
@@ -415,11 +415,12 @@ def noncentred_moves(
     noise = noise_of(key_u, model, theta, records, model_args, model_kwargs)
     dtypes = {k: v.dtype for k, v in records.items()}
     flat, log_density = unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs)
+    propose = proposer(nc)
 
     def move(carry, key):
         flat, lp, theta, recs = carry
         k1, k2 = random.split(key)
-        prop = propose(k1, nc, flat)
+        prop = propose(k1, flat)
         lp_new, theta_new, recs_new = log_density(prop)
         log_alpha = jnp.nan_to_num(lp_new - lp, nan=-jnp.inf)
         # no move from outside the exact region (lp = -inf): its noise u would be inexact

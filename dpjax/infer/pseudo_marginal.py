@@ -25,7 +25,7 @@ from numpyro.distributions import biject_to
 from ..primitives import simulate
 from .abc import _spec
 from .chains import PerChainKernel, check_init_params, records_hidden
-from .rwm import adapt, empty_moments, propose
+from .rwm import adapt, empty_moments, proposer
 
 __all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
 
@@ -330,7 +330,7 @@ class PseudoMarginalABC(PerChainKernel):
 
     def _sample_one(self, state, args, kwargs):
         key, k_prop, k_est, k_acc = random.split(state.rng_key, 4)
-        prop = propose(k_prop, state, state.flat)
+        prop = proposer(state)(k_prop, state.flat)
         theta, log_jac = self._unravel(prop)
         log_prior, log_w, sims = self._estimate(k_est, theta, args, kwargs)
         # (θ', the selected simulation) goes with the proposal: an MH move on the extended target
