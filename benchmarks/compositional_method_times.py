@@ -54,7 +54,9 @@ def main():
         "reports DPreMCMCp4 6.2× and DPABCp5 60.3× faster than DPMCMCp1 on its machine. DPABCp5's prior p5 "
         "needs a DPMCMC chain on D₁ first (its own row).\n\n"
         + "\n".join(lines)
-        + f"\n\nLargest split-R̂ per chain method: {', '.join(f'{k} {v:.3f}' for k, v in rhat.items())}."
+        + f"\n\nLargest split-R̂ per chain method: {', '.join(f'{k} {v:.3f}' for k, v in rhat.items())}. "
+        "DPreMCMCp4's chains run off to α far above α_true, each at its own pace: model (5) is degenerate "
+        "(`results/remcmc_degeneracy.md`), so its time is that of a chain with no stationary answer."
     )
     write_results(
         "compositional_method_times", {"rows": rows, "datasets": r, "scale": scale, "rhat": rhat}, md
