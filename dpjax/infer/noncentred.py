@@ -148,11 +148,10 @@ def _representation(fn) -> NoiseRepresentation | None:
     return next((_REPRESENTATIONS[k] for k in type(fn).__mro__ if k in _REPRESENTATIONS), None)
 
 
-def noise_supported(fn, transport: bool = True) -> bool:
-    """Whether a record site's distribution has a noise representation here (with
-    ``transport=False``: a θ-free one, not a transport map such as the Dirichlet's)."""
-    rep = _representation(base_distribution(fn))
-    return rep is not None and (transport or rep.log_density is None)
+def noise_supported(fn) -> bool:
+    """Whether a record site's distribution has a noise representation here (θ-free noise, or a
+    transport map such as the Dirichlet's)."""
+    return _representation(base_distribution(fn)) is not None
 
 
 def _poisson_cdf(k, rate):
