@@ -17,7 +17,7 @@ def verdict_check(eps_s, eps_n=0.01, realisations=10, draws=4000, seed=0):
     import jax
     import jax.numpy as jnp
 
-    from dpjax.reproduce.unknown_n import _load_atus
+    from dpjax.reproduce.awan_atus import _load_atus
 
     x, _ = _load_atus(0)
     n = len(x)

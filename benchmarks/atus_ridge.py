@@ -22,7 +22,7 @@ from numpyro.infer import MCMC
 from dpjax.compositional import dirichlet_mle
 from dpjax.infer import ReversibleJumpKernel
 from dpjax.reproduce import atus_oracle
-from dpjax.reproduce.unknown_n import A_CLAMP, _atus_model, _load_atus
+from dpjax.reproduce.awan_atus import A_CLAMP, _atus_model, _load_atus
 
 EPS_S, EPS_N, CHAINS = 10.0, 0.01, 4
 VARIANTS = {"joint moves only (J = 5)": 0, "joint + ridge moves (J = 5, R = 3)": 3}

@@ -9,11 +9,11 @@ errors), ``DIR/NAME.json`` and a PNG per figure. From Python::
     report.comparison          # a pandas DataFrame: quantity, dpjax, dpjax_se, seed, seed_se, z, verdict
 
 An experiment is a function ``run(quick) -> Report`` registered with :func:`experiment` in the module of
-its seed (``gong``, ``ju``, ``lazzarini``, ``unknown_n``, ``compositional``); ``quick=True`` runs a
-reduced version in seconds (the test suite runs every one).
+its seed (``gong``, ``ju``, ``lazzarini``, ``unknown_n`` and ``awan_atus``, ``compositional``);
+``quick=True`` runs a reduced version in seconds (the test suite runs every one).
 """
 
-from . import compositional, gong, ju, lazzarini, unknown_n  # noqa: F401  (registers the experiments)
+from . import awan_atus, compositional, gong, ju, lazzarini, unknown_n  # noqa: F401  (registers the experiments)
 from ._core import (
     REGISTRY,
     Experiment,
