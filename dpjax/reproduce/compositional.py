@@ -269,13 +269,21 @@ def _seconds_row(seconds, info, r, **cell):
     full_cost="days on 2 CPUs (40 cells × 50 data sets, chains of 5 × 50 000 iterations); hours on a GPU",
 )
 def guo_simulation(quick: bool, progress: bool) -> Report:
+    if quick:
+        cells = ["α₃"], [1000], [1.5]
+        return simulation_study(*cells, 2, 2000, _settings(True), QUICK_METHODS, progress, quick=True)
+    grid = list(ALPHAS), [1000, 5000], [0.25, 0.5, 1.5, NO_PRIVACY]
+    return simulation_study(*grid, 50, 10_000, _settings(False), METHODS, progress)
+
+
+def simulation_study(
+    names, sizes, budgets, reps, m_eval, cfg, methods, progress=False, quick=False
+) -> Report:
+    """§4.1 over the cells α ∈ ``names`` × n ∈ ``sizes`` × ε ∈ ``budgets``, ``reps`` data sets each
+    (:func:`run_methods` with the chain settings ``cfg``), predictive coverage on ``m_eval`` draws: the
+    report of ``guo-simulation``, or of a part of its grid (``benchmarks/guo_simulation_part.py``)."""
     import matplotlib.pyplot as plt
 
-    names = ["α₃"] if quick else list(ALPHAS)
-    sizes = [1000] if quick else [1000, 5000]
-    budgets = [1.5] if quick else [0.25, 0.5, 1.5, NO_PRIVACY]
-    reps, m_eval, cfg = (2, 2000, _settings(True)) if quick else (50, 10_000, _settings(False))
-    methods = QUICK_METHODS if quick else METHODS
     rows, times = [], []
     for i, (name, n, eps) in enumerate((a, n, e) for a in names for n in sizes for e in budgets):
         alpha = np.asarray(ALPHAS[name])
@@ -310,7 +318,7 @@ def guo_simulation(quick: bool, progress: bool) -> Report:
                 "seed": 0.95,
             }
         )
-    last = times.iloc[-1]  # the seed timed n = 5000, α₅: the last cell of the full grid
+    last = times.iloc[-1]  # the seed timed n = 5000, α₅: the last cell of the full grid (of a part: its last)
     for method, ratio in SPEEDUP.items():
         if method in methods:
             ours = last["s/set DPMCMCp1"] / last[f"s/set {method}"]

@@ -112,7 +112,14 @@ def confidential_regression_data(n: int, seed: int = 2025):
 
 # ------------------------------------------------------------------------------ Table 1 (RJMCMC)
 def _regression_cells(
-    n, T, capacity, num_warmup, num_samples, stochastic_em=False, num_chains=1, noncentred_moves="auto",
+    n,
+    T,
+    capacity,
+    num_warmup,
+    num_samples,
+    stochastic_em=False,
+    num_chains=1,
+    noncentred_moves="auto",
     ridge_moves=0,
 ):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
@@ -155,7 +162,10 @@ def _regression_cells(
         # stochastic EM: θ is the M-step's, which joint (θ, n) moves would overwrite
         moves = 0 if stochastic_em else noncentred_moves
         kernel = ReversibleJumpKernel(
-            model, theta_update=theta_update("n"), size_moves=100, noncentred_moves=moves,
+            model,
+            theta_update=theta_update("n"),
+            size_moves=100,
+            noncentred_moves=moves,
             ridge_moves=0 if stochastic_em else ridge_moves,
         )
         size = lambda state: state.z["n"].astype(state.z["tau"].dtype)

@@ -1,0 +1,51 @@
+"""A part of Guo, Barrientos & Peña's §4.1 simulation study that fits in a session on this machine:
+the cells α × n × ε named on the command line, ``--datasets`` data sets each, chains at ``--scale`` ×
+the seed's length (5 chains; warm-up, kept iterations and thinning alike), every method of
+`dpjax reproduce guo-simulation` (its code: `dpjax.reproduce.compositional.simulation_study`).
+Writes results/guo_simulation_part.{md,json,png}. The full study is days on 2 CPUs.
+
+    python benchmarks/guo_simulation_part.py [--alpha α₃] [--n 1000] [--eps 0.25 0.5 1.5 1e10]
+        [--datasets 10] [--scale 0.05]
+"""
+
+import argparse
+import json
+
+from _common import RESULTS, write_results
+
+from dpjax.reproduce import markdown_table
+from dpjax.reproduce.compositional import ALPHAS, METHODS, _settings, simulation_study
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--alpha", nargs="+", default=["α₃"], choices=list(ALPHAS))
+    parser.add_argument("--n", nargs="+", type=int, default=[1000])
+    parser.add_argument("--eps", nargs="+", type=float, default=[0.25, 0.5, 1.5, 1e10])
+    parser.add_argument("--datasets", type=int, default=10)
+    parser.add_argument("--scale", type=float, default=0.05, help="chain length as a fraction of the seed's")
+    args = parser.parse_args()
+    cfg = _settings(False)
+    cfg.update({k: max(1, round(cfg[k] * args.scale)) for k in ("warmup", "samples", "thin")})
+    report = simulation_study(
+        args.alpha, args.n, args.eps, args.datasets, 10_000, cfg, METHODS, progress=True
+    )
+    report.figures[""].savefig(RESULTS / "guo_simulation_part.png", dpi=110, bbox_inches="tight")
+    command = (
+        f"python benchmarks/guo_simulation_part.py --alpha {' '.join(args.alpha)} --n {' '.join(map(str, args.n))} "
+        f"--eps {' '.join(f'{e:g}' for e in args.eps)} --datasets {args.datasets} --scale {args.scale:g}"
+    )
+    md = [f"# {report.title}: a part of the grid", "", report.notes, "", "## dpjax next to the seed", ""]
+    md += [markdown_table(report.comparison)]
+    for key, df in report.tables.items():
+        md += ["", f"## {key}", "", markdown_table(df)]
+    md += ["", "![guo_simulation_part.png](guo_simulation_part.png)"]
+    payload = {"settings": report.settings, "comparison": report.comparison, "tables": report.tables}
+    payload = json.loads(
+        json.dumps(payload, default=lambda o: o.to_dict("records") if hasattr(o, "to_dict") else str(o))
+    )
+    write_results("guo_simulation_part", payload, "\n".join(md), command)
+
+
+if __name__ == "__main__":
+    main()
