@@ -147,13 +147,13 @@ def geometric_quantile(epsilon2, level: float = 0.95):
     tail = (1.0 - level) / 2.0
     if concrete(epsilon2):
         eps = positive("epsilon2", epsilon2)
-        t = math.exp(-eps / 2.0)
-        k = math.ceil(math.log(tail * (1.0 + t)) / math.log(t))
+        t = math.exp(-eps / 2.0)  # 0.0 at ε₂ ≳ 1 490: log t is −ε₂/2, not log(0)
+        k = math.ceil(math.log(tail * (1.0 + t)) / (-eps / 2.0))
         while k > 1 and t ** (k - 1) / (1.0 + t) <= tail:  # guard against rounding in the ceil
             k -= 1
         return max(k, 1)
-    t = jnp.exp(-jnp.asarray(epsilon2) / 2.0)
-    return jnp.maximum(jnp.ceil(jnp.log(tail * (1.0 + t)) / jnp.log(t)), 1.0).astype(jnp.int32)
+    log_t = -jnp.asarray(epsilon2) / 2.0
+    return jnp.maximum(jnp.ceil(jnp.log(tail * (1.0 + jnp.exp(log_t))) / log_t), 1.0).astype(jnp.int32)
 
 
 def select_threshold(score_release, thresholds, n: int, epsilon2):
