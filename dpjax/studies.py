@@ -120,11 +120,12 @@ def mcmc_cell(
 
     from .infer import run_chain
 
-    def default_collect(state):
+    def default_collect(state, kern, args):
         missing = [s for s in stats if not hasattr(state, s)]
         if missing:
             raise ValueError(f"mcmc_cell: stats {missing} are not fields of {type(state).__name__}")
-        return {**state.z, **{s: getattr(state, s) for s in stats}}
+        sites = kern.postprocess_fn(args, {})(state.z)  # numpyro's HMC/NUTS hold z unconstrained
+        return {**sites, **{s: getattr(state, s) for s in stats}}
 
     with_args = collect is not None and len(_positional(collect)) >= 2
 
@@ -143,7 +144,9 @@ def mcmc_cell(
             args,
             num_warmup=num_warmup,
             num_samples=num_samples,
-            collect=(lambda st: collect(st, args)) if with_args else collect or default_collect,
+            collect=(lambda st: collect(st, args))
+            if with_args
+            else collect or functools.partial(default_collect, kern=kern, args=args),
             init_params=start,
         )
         if num_chains == 1:  # no vmap: a lighter compilation

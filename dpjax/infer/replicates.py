@@ -21,13 +21,15 @@ def run_chain(
     *,
     num_warmup: int,
     num_samples: int,
-    collect: Callable = lambda state: state.z,
+    collect: Callable | None = None,
     init_params=None,
     thinning: int = 1,
 ):
     """Initialise ``kernel`` and run ``num_warmup + num_samples`` iterations in one ``lax.scan``.
 
-    Returns ``collect(state)`` stacked over the post-warmup iterations (default: ``state.z``), every
+    Returns ``collect(state)`` stacked over the post-warmup iterations (default: the sites' values,
+    ``kernel.postprocess_fn`` of ``state.z``: numpyro's HMC/NUTS hold ``z`` unconstrained, so a
+    ``collect`` of your own that reads ``state.z`` of such a kernel must constrain it so too), every
     ``thinning``-th of them (``num_samples // thinning`` draws, as ``numpyro.infer.MCMC``);
     ``init_params`` is passed to ``kernel.init``. Collect summaries, not the database, when vmapping
     over many replicates.
@@ -53,6 +55,9 @@ def run_chain(
         raise ValueError(f"`thinning` must be an int in [1, num_samples], got {thinning!r}.")
     model_kwargs = {} if model_kwargs is None else model_kwargs
     state = kernel.init(rng_key, num_warmup, init_params, model_args, model_kwargs)
+    if collect is None:
+        constrain = kernel.postprocess_fn(model_args, model_kwargs)
+        collect = lambda state: constrain(state.z)
 
     def step(state, _):
         state = kernel.sample(state, model_args, model_kwargs)

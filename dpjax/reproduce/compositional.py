@@ -209,7 +209,8 @@ def _chains_inner(kernel, ks, args, cfg, init):
 
     one = lambda k: run_chain(
         kernel, k, args, num_warmup=cfg["warmup"], num_samples=cfg["samples"],
-        collect=lambda s: s.z["alpha"], init_params=init, thinning=cfg["thin"],
+        collect=lambda s: kernel.postprocess_fn(args, {})(s.z)["alpha"],  # NUTS: z is log α
+        init_params=init, thinning=cfg["thin"],
     )  # fmt: skip
     return jax.vmap(one)(ks)
 
