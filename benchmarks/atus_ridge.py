@@ -1,4 +1,4 @@
-"""The ATUS ridge at ε_n = 0.01: ReversibleJumpKernel with and without ridge moves against the CLT oracle.
+"""The ATUS ridge at ε_n = 0.01 (or ``--eps-n``): ReversibleJumpKernel with and without ridge moves against the CLT oracle.
 
 One release of the awan-atus experiment (ε_s = 10: s from its standard Laplace draw; n_dp = n +
 Laplace(1/ε_n) from key 7), the 6 656 ATUS compositions, α_j ~ Gamma(1, 0.1), n flat on 1..capacity.
@@ -24,7 +24,7 @@ from dpjax.infer import ReversibleJumpKernel
 from dpjax.reproduce import atus_oracle
 from dpjax.reproduce.awan_atus import A_CLAMP, _atus_model, _load_atus
 
-EPS_S, EPS_N, CHAINS = 10.0, 0.01, 4
+EPS_S, CHAINS = 10.0, 4
 VARIANTS = {"joint moves only (J = 5)": 0, "joint + ridge moves (J = 5, R = 3)": 3}
 
 
@@ -39,23 +39,23 @@ def _cell(row, key):
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
-def release():
+def release(eps_n):
     x, _ = _load_atus(0)
     n = len(x)
     t = jnp.asarray(np.log(np.clip(x, A_CLAMP, 1.0)).sum(0))
     unit = jax.random.laplace(jax.random.key(2019), (3,))
     s = t + unit * (-3 * float(np.log(A_CLAMP))) / EPS_S
-    return n, s, n + jax.random.laplace(jax.random.key(7)) / EPS_N
+    return n, s, n + jax.random.laplace(jax.random.key(7)) / eps_n
 
 
-def run(ridge_moves, n, s, n_dp, warmup, samples):
-    capacity = int(n + 12 / EPS_N + 10)
+def run(ridge_moves, n, s, n_dp, eps_n, warmup, samples):
+    capacity = int(n + 12 / eps_n + 10)
     kernel = ReversibleJumpKernel(partial(_atus_model, capacity), noncentred_moves=5, ridge_moves=ridge_moves)
     mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, num_chains=CHAINS, chain_method="vectorized",
                 progress_bar=False)  # fmt: skip
     start = {"alpha": jnp.broadcast_to(dirichlet_mle(s / n_dp).alpha, (CHAINS, 3))}
     t = time.perf_counter()
-    mcmc.run(jax.random.key(3), s, n_dp, EPS_S, EPS_N, init_params=start, extra_fields=("nc.ridge_rate",))
+    mcmc.run(jax.random.key(3), s, n_dp, EPS_S, eps_n, init_params=start, extra_fields=("nc.ridge_rate",))
     seconds = time.perf_counter() - t
     draws = mcmc.get_samples(group_by_chain=True)
     return (
@@ -70,13 +70,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--samples", type=int, default=1500)
+    parser.add_argument("--eps-n", type=float, default=0.01)
     args = parser.parse_args()
     if not jax.config.jax_enable_x64:
         raise SystemExit("run with JAX_ENABLE_X64=1 (the Dirichlet log density over 6 656 records needs it)")
-    n, s, n_dp = release()
-    capacity = int(n + 12 / EPS_N + 10)
-    ev = atus_oracle.evidence(np.asarray(s), EPS_S, atus_oracle.n_range([float(n_dp)], EPS_N, capacity))
-    oracle = {**atus_oracle.posterior(ev, float(n_dp), EPS_N), "laplace_minus_grid": ev["laplace_minus_grid"]}
+    eps_n = args.eps_n
+    n, s, n_dp = release(eps_n)
+    capacity = int(n + 12 / eps_n + 10)
+    ev = atus_oracle.evidence(np.asarray(s), EPS_S, atus_oracle.n_range([float(n_dp)], eps_n, capacity))
+    oracle = {**atus_oracle.posterior(ev, float(n_dp), eps_n), "laplace_minus_grid": ev["laplace_minus_grid"]}
     rows = [
         {
             "variant": "CLT oracle (dpjax.reproduce.atus_oracle)",
@@ -87,7 +89,7 @@ def main():
         }
     ]
     for name, ridge in VARIANTS.items():
-        ns, alpha, seconds, rate = run(ridge, n, s, n_dp, args.warmup, args.samples)
+        ns, alpha, seconds, rate = run(ridge, n, s, n_dp, eps_n, args.warmup, args.samples)
         ess_n, ess_a = float(effective_sample_size(ns)), float(effective_sample_size(alpha[..., 0]))
         z = lambda d, e, exact: (d.mean() - exact) / (d.std() / np.sqrt(e))
         rows.append(
@@ -108,16 +110,18 @@ def main():
         )
         print(rows[-1], flush=True)
     markdown = (
-        f"ATUS, ε_s = {EPS_S:g}, ε_n = {EPS_N:g}, n = {n}, n_dp = {float(n_dp):.1f}; {CHAINS} chains × "
+        f"ATUS, ε_s = {EPS_S:g}, ε_n = {eps_n:g}, n = {n}, n_dp = {float(n_dp):.1f}; {CHAINS} chains × "
         f"({args.warmup} warmup + {args.samples} draws); seconds include compilation. Oracle: Laplace − grid "
         f"spread of log p(s | n) {oracle['laplace_minus_grid']:.4f}, 5/50/95 % of n {oracle['q_n']}.\n\n"
         + "\n".join(table(rows, [(k, partial(_cell, key=k)) for k in COLUMNS]))
     )
+    suffix = "" if eps_n == 0.01 else f"_eps_n{eps_n:g}"  # the default keeps its old file name
+    flag = "" if eps_n == 0.01 else f" --eps-n {eps_n:g}"
     write_results(
-        "atus_ridge",
+        f"atus_ridge{suffix}",
         {"oracle": oracle, "rows": rows, "settings": vars(args)},
         markdown,
-        "JAX_ENABLE_X64=1 python benchmarks/atus_ridge.py",
+        f"JAX_ENABLE_X64=1 python benchmarks/atus_ridge.py{flag}",
     )
 
 
