@@ -424,24 +424,30 @@ def _rounding_se(value):
     full_cost="~1 day on 2 CPUs (100 runs per sex, chains of 5 × 50 000 iterations on ~3 300 records)",
 )
 def guo_atus(quick: bool, progress: bool) -> Report:
+    if quick:
+        return atus_study(2, _settings(True), QUICK_METHODS, progress, quick=True)
+    return atus_study(100, _settings(False), METHODS, progress)
+
+
+def atus_study(runs, cfg, methods, progress=False, quick=False) -> Report:
+    """§4.2: ``runs`` releases per sex of the ATUS compositions, the ``methods`` of :func:`run_methods`
+    with the chain settings ``cfg``: the report of ``guo-atus``, or of a shorter version of it
+    (``benchmarks/guo_atus_part.py``). ``quick``: 400 rows per sex, both sexes in one batch."""
     from dpjax.compositional import load_atus
 
     folder = _atus_dir()
     data = {sex: load_atus(folder / f"{sex}.csv") for sex in ("female", "male")}
-    runs, cfg = (2, _settings(True)) if quick else (100, _settings(False))
     if quick:  # one n for both sexes: one compilation per method, both in one batch
         rng = np.random.default_rng(0)
         data = {s: x[rng.choice(len(x), 400, replace=False)] for s, x in data.items()}
         stacked = np.concatenate([np.broadcast_to(x, (runs, *x.shape)) for x in data.values()])
-        draws, seconds, _ = run_methods(
-            random.key(0), jnp.asarray(stacked), 0.5, cfg, progress, QUICK_METHODS
-        )
+        draws, seconds, _ = run_methods(random.key(0), jnp.asarray(stacked), 0.5, cfg, progress, methods)
         by_sex = {s: {m: v[i * runs : (i + 1) * runs] for m, v in draws.items()} for i, s in enumerate(data)}
     else:
         by_sex, seconds = {}, {}
         for i, (sex, x) in enumerate(data.items()):
             rep = jnp.asarray(np.broadcast_to(x, (runs, *x.shape)))
-            by_sex[sex], sec, _ = run_methods(random.key(i), rep, 0.5, cfg, progress)
+            by_sex[sex], sec, _ = run_methods(random.key(i), rep, 0.5, cfg, progress, methods)
             seconds[sex] = sec
 
     shares = lambda d: d / d.sum(-1, keepdims=True)
@@ -510,7 +516,9 @@ def guo_atus(quick: bool, progress: bool) -> Report:
     times = pd.DataFrame(seconds if not quick else {"both (quick batch)": seconds}).T / runs
     notes = (
         f"{runs} runs per sex at ε = 0.5 (ε₁ = 0.125 Laplace, ε₂ = 0.375 score, n₁ = n/4, b = 5), the "
-        "methods and settings of `guo-simulation`. **Data**: our ATUS preprocessing has 6 656 rows "
+        f"methods of `guo-simulation`; chains {cfg['chains']} × ({cfg['warmup']} warm-up + "
+        f"{cfg['samples']}) iterations, every {cfg['thin']}-th kept, {cfg['boot']} bootstrap draws, "
+        f"DPABC keeps 10 % of {cfg['proposals']} proposals. **Data**: our ATUS preprocessing has 6 656 rows "
         "(3 128 male, 3 528 female); the seed's has 7 125 (3 359 male, 3 766 female), so the means may "
         "differ by more than the Monte Carlo error. The seed's Table 2 is typed in as printed; its "
         'Fraction for Boots vs DPBoots on eating and drinking (0 vs 1) contradicts its own text ("Boots '

@@ -1,0 +1,40 @@
+"""A shorter run of Guo, Barrientos & Peña's §4.2 (ATUS, Table 2) that fits in a session on this machine:
+``--runs`` releases per sex instead of 100, chains at ``--scale`` × the seed's length (5 chains; warm-up,
+kept iterations and thinning alike), every method of `dpjax reproduce guo-atus` (its code:
+`dpjax.reproduce.compositional.atus_study`). Writes results/guo_atus_part.{md,json}. The full run is
+about a day on 2 CPUs.
+
+    python benchmarks/guo_atus_part.py [--runs 10] [--scale 0.05]
+"""
+
+import argparse
+import json
+
+from _common import write_results
+
+from dpjax.reproduce import markdown_table
+from dpjax.reproduce.compositional import METHODS, _settings, atus_study
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--scale", type=float, default=0.05, help="chain length as a fraction of the seed's")
+    args = parser.parse_args()
+    cfg = _settings(False)
+    cfg.update({k: max(1, round(cfg[k] * args.scale)) for k in ("warmup", "samples", "thin")})
+    report = atus_study(args.runs, cfg, METHODS, progress=True)
+    command = f"python benchmarks/guo_atus_part.py --runs {args.runs} --scale {args.scale:g}"
+    md = [f"# {report.title}: {args.runs} runs per sex, chains at {args.scale:g} × the seed's length", ""]
+    md += [report.notes, "", "## dpjax next to the seed", "", markdown_table(report.comparison)]
+    for key, df in report.tables.items():
+        md += ["", f"## {key}", "", markdown_table(df)]
+    payload = {"settings": report.settings, "comparison": report.comparison, "tables": report.tables}
+    payload = json.loads(
+        json.dumps(payload, default=lambda o: o.to_dict("records") if hasattr(o, "to_dict") else str(o))
+    )
+    write_results("guo_atus_part", payload, "\n".join(md), command)
+
+
+if __name__ == "__main__":
+    main()
