@@ -88,10 +88,15 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         their release statistics, so s no longer holds θ back (:mod:`dpjax.infer.joint_size_moves`;
         exact: an involution with its volume factor). For a long, curved ridge that the joint moves'
         learnt covariance cannot span: Dirichlet compositions at a very noisy n_dp, where α₁ runs
-        from 5 to 30 along it. Each costs dim θ + 2 passes over the capacity plus one per chord
-        iteration of its two solves. Needs continuous records, as many release
-        statistics (other than n's) as unconstrained θ entries, and ``noncentred_moves`` > 0.
-        Default 0. Their acceptance rate is the extra field ``"nc.ridge_rate"``.
+        from 5 to 30 along it. Also where the ridge is short but sharp: on the ATUS compositions at
+        ε_s = 10, ε_n = 0.1 the joint moves alone give an ESS of n of 43 per 6 000 draws and too
+        narrow a posterior (sd of n 9.3 against 14.0), three ridge moves ESS 1 515 and sd 14.1 at
+        1.6× the time (``benchmarks/atus_ridge.py --eps-n 0.1``); check the ESS of n. Each costs
+        dim θ + 2 passes over the capacity plus one per chord iteration of its two solves. Needs
+        continuous records, as many release statistics (other than n's) as unconstrained θ entries,
+        and ``noncentred_moves`` > 0. Default 0 (on Table 1's regression at ε_n = 0.001 they double
+        the ESS of n per iteration at 10× the cost: ``benchmarks/table1_ridge.py``). Their
+        acceptance rate is the extra field ``"nc.ridge_rate"``.
     :param hold_size: how many of the first warmup iterations keep n at its start (no birth/death
         moves); default: half of ``num_warmup``. Meanwhile the sweep and θ fit the records to the
         release at the noisy n, as with a known n. Moving n from the start lets it run along the ridge
