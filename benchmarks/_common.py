@@ -28,6 +28,29 @@ def write_results(name: str, payload: dict, markdown: str, command: str | None =
     (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
 
 
+def write_report(name: str, report, heading: str, command: str, extra_md=()) -> None:
+    """Write a :class:`dpjax.reproduce.Report` (its notes, comparison and tables, then ``extra_md``
+    lines) as ``results/<name>.{md,json}`` under ``heading``."""
+    from dpjax.reproduce import markdown_table
+
+    md = [
+        f"# {heading}",
+        "",
+        report.notes,
+        "",
+        "## dpjax next to the seed",
+        "",
+        markdown_table(report.comparison),
+    ]
+    for key, df in report.tables.items():
+        md += ["", f"## {key}", "", markdown_table(df)]
+    payload = {"settings": report.settings, "comparison": report.comparison, "tables": report.tables}
+    payload = json.loads(
+        json.dumps(payload, default=lambda o: o.to_dict("records") if hasattr(o, "to_dict") else str(o))
+    )
+    write_results(name, payload, "\n".join([*md, *extra_md]), command)
+
+
 def best_time(fn, *args, repeats=3):
     """Fastest of ``repeats`` calls of ``fn(*args)`` in seconds, after one compiling call."""
     jax.block_until_ready(fn(*args))

@@ -8,11 +8,9 @@ about a day on 2 CPUs.
 """
 
 import argparse
-import json
 
-from _common import write_results
+from _common import write_report
 
-from dpjax.reproduce import markdown_table
 from dpjax.reproduce.compositional import METHODS, _settings, atus_study
 
 
@@ -25,15 +23,8 @@ def main():
     cfg.update({k: max(1, round(cfg[k] * args.scale)) for k in ("warmup", "samples", "thin")})
     report = atus_study(args.runs, cfg, METHODS, progress=True)
     command = f"python benchmarks/guo_atus_part.py --runs {args.runs} --scale {args.scale:g}"
-    md = [f"# {report.title}: {args.runs} runs per sex, chains at {args.scale:g} × the seed's length", ""]
-    md += [report.notes, "", "## dpjax next to the seed", "", markdown_table(report.comparison)]
-    for key, df in report.tables.items():
-        md += ["", f"## {key}", "", markdown_table(df)]
-    payload = {"settings": report.settings, "comparison": report.comparison, "tables": report.tables}
-    payload = json.loads(
-        json.dumps(payload, default=lambda o: o.to_dict("records") if hasattr(o, "to_dict") else str(o))
-    )
-    write_results("guo_atus_part", payload, "\n".join(md), command)
+    heading = f"{report.title}: {args.runs} runs per sex, chains at {args.scale:g} × the seed's length"
+    write_report("guo_atus_part", report, heading, command)
 
 
 if __name__ == "__main__":

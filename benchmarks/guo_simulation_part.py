@@ -9,11 +9,9 @@ Writes results/guo_simulation_part.{md,json,png}. The full study is days on 2 CP
 """
 
 import argparse
-import json
 
-from _common import RESULTS, write_results
+from _common import RESULTS, write_report
 
-from dpjax.reproduce import markdown_table
 from dpjax.reproduce.compositional import ALPHAS, METHODS, _settings, simulation_study
 
 
@@ -35,16 +33,8 @@ def main():
         f"python benchmarks/guo_simulation_part.py --alpha {' '.join(args.alpha)} --n {' '.join(map(str, args.n))} "
         f"--eps {' '.join(f'{e:g}' for e in args.eps)} --datasets {args.datasets} --scale {args.scale:g}"
     )
-    md = [f"# {report.title}: a part of the grid", "", report.notes, "", "## dpjax next to the seed", ""]
-    md += [markdown_table(report.comparison)]
-    for key, df in report.tables.items():
-        md += ["", f"## {key}", "", markdown_table(df)]
-    md += ["", "![guo_simulation_part.png](guo_simulation_part.png)"]
-    payload = {"settings": report.settings, "comparison": report.comparison, "tables": report.tables}
-    payload = json.loads(
-        json.dumps(payload, default=lambda o: o.to_dict("records") if hasattr(o, "to_dict") else str(o))
-    )
-    write_results("guo_simulation_part", payload, "\n".join(md), command)
+    extra = ["", "![guo_simulation_part.png](guo_simulation_part.png)"]
+    write_report("guo_simulation_part", report, f"{report.title}: a part of the grid", command, extra)
 
 
 if __name__ == "__main__":
