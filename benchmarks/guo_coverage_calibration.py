@@ -35,11 +35,11 @@ A = 1e-3  # a fixed public threshold (one of the seed's candidates)
 
 
 def releases(rng, alphas, n, eps1):
-    """Records x ~ Dirichlet(α) per data set and S_L = S₀(x, a) + Laplace(−d log a / (n ε₁))."""
+    """S_L = S₀(x, a) + Laplace(−d log a / (n ε₁)) of records x ~ Dirichlet(α), one per data set."""
     x = np.stack([rng.dirichlet(a, size=n) for a in alphas])
     scale = float(laplace_scale(A, alphas.shape[1], n, eps1))
     s = np.asarray(jax.vmap(lambda xi: censored_mean_log(xi, A))(jnp.asarray(x)))
-    return x, s + rng.laplace(scale=scale, size=s.shape)
+    return s + rng.laplace(scale=scale, size=s.shape)
 
 
 def chains(key, s, n, eps1, cfg):
@@ -94,7 +94,7 @@ def main():
     }
     rows, seconds, sets = [], {}, {}
     for i, (name, alphas) in enumerate(cases.items()):
-        _, s = releases(rng, alphas, args.n, eps1)
+        s = releases(rng, alphas, args.n, eps1)
         t = time.perf_counter()
         draws, rhat = chains(jax.random.key(i), s, args.n, eps1, cfg)
         seconds[name] = time.perf_counter() - t
