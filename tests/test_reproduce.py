@@ -115,3 +115,28 @@ def test_awan_atus_full_run_refuses_float32():
         pytest.skip("float32 only")
     with pytest.raises(ValueError, match="JAX_ENABLE_X64=1 dpjax reproduce awan-atus"):
         REGISTRY["awan-atus"].run(False, False)
+
+
+def test_atus_verdicts_judge_the_sd_of_n_wherever_n_varies():
+    """awan-atus's last full run had, at ε_s = 10, ε_n = 0.1, a posterior sd of n of 11.1 against the
+    oracle's 14.0 (chains that explored too little of the ridge), and no row judged it: the sd of n
+    was compared only at the smallest ε_n. Every ε_n where n varies by a record or more is judged now."""
+    import numpy as np
+
+    from dpjax.reproduce.awan_atus import _oracle_verdicts
+
+    rng = np.random.default_rng(0)
+    cells = {0.01: (85.0, 84.0), 0.1: (11.1, 14.0), 10.0: (0.02, 0.025), math.inf: (0.0, 0.0)}
+    rows = []
+    for eps_n, (sd, oracle_sd) in cells.items():
+        for r in range(10):
+            rows.append(
+                {"eps_n": eps_n, "replicate": r, "n_mean": 6656.0, "oracle_n_mean": 6656.0,
+                 "n_sd": sd * (1 + 0.02 * rng.standard_normal()), "oracle_n_sd": oracle_sd, "n_ess": 1000.0,
+                 "alpha[0]_mean": 12.0, "oracle_alpha[0]_mean": 12.0, "alpha[0]_sd": 0.7,
+                 "alpha[0]_ess": 1000.0, "oracle_alpha[0]_sd": 0.7}
+            )  # fmt: skip
+    table = compare(_oracle_verdicts(pd.DataFrame(rows), 10.0)).set_index("quantity")["verdict"]
+    assert table["ε_s=10, ε_n=0.1: posterior sd of n / oracle sd"] == "fail"
+    assert table["ε_s=10, ε_n=0.01: posterior sd of n / oracle sd"] == "pass"
+    assert not any("ε_n=10: posterior sd of n" in q for q in table.index)  # n hardly moves there
