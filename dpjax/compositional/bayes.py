@@ -41,6 +41,7 @@ from scipy import special as sp
 from scipy import stats
 
 from ..infer import DataAugmentationKernel, exact_abc
+from ..infer.samplers import log_gamma
 from ..mechanisms import LaplaceMechanism
 from ..mechanisms.base import check_key, concrete, positive
 from ..models.dirichlet import _parts, dirichlet_mean_log, sample_alpha
@@ -377,15 +378,18 @@ def _draw_alpha(key, prior, d):
 
 @functools.partial(jax.jit, static_argnames=("n", "d", "num_batches", "batch_size", "keep"))
 def _tolerance_core(key, release, prior, a, scale, *, n, d, num_batches, batch_size, keep):
-    def one(k):
+    def batch(k):
         k_a, k_x, k_e = random.split(k, 3)
-        alpha = _draw_alpha(k_a, prior, d)
-        x = random.dirichlet(k_x, alpha, (n,), dtype=release.dtype)
-        s = jnp.mean(jnp.log(jnp.maximum(x, a)), axis=0) + scale * random.laplace(k_e, (d,), release.dtype)
-        return alpha, jnp.linalg.norm(s - release)
+        alpha = jax.vmap(lambda k: _draw_alpha(k, prior, d))(random.split(k_a, batch_size))
+        # a batch's data sets in one call of the whole-array Gamma sampler, on the log scale
+        # (jax.random.dirichlet per proposal: 106 s against 5.0 s for 10⁴ data sets of 2 646 rows)
+        log_g = log_gamma(k_x, alpha[:, None, :].astype(release.dtype), (batch_size, n, d))
+        log_x = log_g - jax.scipy.special.logsumexp(log_g, axis=-1, keepdims=True)
+        noise = scale * random.laplace(k_e, (batch_size, d), release.dtype)
+        s = jnp.mean(jnp.maximum(log_x, jnp.log(a)), axis=1) + noise
+        return alpha, jnp.linalg.norm(s - release, axis=-1)
 
-    keys = random.split(key, num_batches * batch_size).reshape(num_batches, batch_size)
-    alpha, dist_ = lax.map(jax.vmap(one), keys)
+    alpha, dist_ = lax.map(batch, random.split(key, num_batches))
     alpha, dist_ = alpha.reshape(-1, d), dist_.reshape(-1)
     dist_ = jnp.where(jnp.isfinite(dist_), dist_, jnp.inf)
     neg, idx = lax.top_k(-dist_, keep)
