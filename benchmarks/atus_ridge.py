@@ -5,7 +5,8 @@ Laplace(1/ε_n) from key 7), the 6 656 ATUS compositions, α_j ~ Gamma(1, 0.1), 
 With n_dp's noise sd 141 the posterior of (α, n) is a long curved ridge n·E_α t ≈ s (E α₁ from 2 to 90
 along it). Each variant runs 4 vectorized chains; its posterior of n and α is compared with the
 semi-analytic large-n posterior of ``dpjax.reproduce.atus_oracle`` (z = (chain mean − oracle) / MCSE, MCSE from the
-bulk ESS). Needs 64-bit floats: ``JAX_ENABLE_X64=1 python benchmarks/atus_ridge.py`` (~15 min).
+bulk ESS). Needs 64-bit floats: ``JAX_ENABLE_X64=1 python benchmarks/atus_ridge.py`` (~15 min);
+``--ridge 1 3 10`` compares those numbers of ridge moves per iteration (0: none), ``--eps-n`` another ε_n.
 """
 
 import argparse
@@ -25,11 +26,10 @@ from dpjax.reproduce import atus_oracle
 from dpjax.reproduce.awan_atus import A_CLAMP, _atus_model, _load_atus
 
 EPS_S, CHAINS = 10.0, 4
-VARIANTS = {"joint moves only (J = 5)": 0, "joint + ridge moves (J = 5, R = 3)": 3}
 
 
 COLUMNS = ("variant", "E n", "sd n", "E α₁", "sd α₁", "z (E n)", "z (E α₁)", "ESS n", "ESS α₁", "ESS n / s",
-           "seconds", "ridge acceptance")  # fmt: skip
+           "seconds", "ridge acceptance", "mean abs Δn per iteration")  # fmt: skip
 
 
 def _cell(row, key):
@@ -71,6 +71,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--samples", type=int, default=1500)
     parser.add_argument("--eps-n", type=float, default=0.01)
+    parser.add_argument(
+        "--ridge", type=int, nargs="+", default=[0, 3], help="ridge moves per iteration, one variant each"
+    )
     args = parser.parse_args()
     if not jax.config.jax_enable_x64:
         raise SystemExit("run with JAX_ENABLE_X64=1 (the Dirichlet log density over 6 656 records needs it)")
@@ -88,7 +91,8 @@ def main():
             "sd α₁": oracle["sd_alpha"][0],
         }
     ]
-    for name, ridge in VARIANTS.items():
+    for ridge in args.ridge:
+        name = f"joint + ridge moves (J = 5, R = {ridge})" if ridge else "joint moves only (J = 5)"
         ns, alpha, seconds, rate = run(ridge, n, s, n_dp, eps_n, args.warmup, args.samples)
         ess_n, ess_a = float(effective_sample_size(ns)), float(effective_sample_size(alpha[..., 0]))
         z = lambda d, e, exact: (d.mean() - exact) / (d.std() / np.sqrt(e))
@@ -106,6 +110,9 @@ def main():
                 "ESS n / s": ess_n / seconds,
                 "seconds": seconds,
                 "ridge acceptance": rate,
+                # with the record noise held the ridge spans only a stretch of n: the step per iteration
+                # saturates as ridge moves are added, and the sweep's renewal of the noise sets the pace
+                "mean abs Δn per iteration": float(np.abs(np.diff(ns, axis=1)).mean()),
             }
         )
         print(rows[-1], flush=True)
@@ -117,6 +124,9 @@ def main():
     )
     suffix = "" if eps_n == 0.01 else f"_eps_n{eps_n:g}"  # the default keeps its old file name
     flag = "" if eps_n == 0.01 else f" --eps-n {eps_n:g}"
+    if args.ridge != [0, 3]:
+        suffix += "_ridge" + "_".join(map(str, args.ridge))
+        flag += " --ridge " + " ".join(map(str, args.ridge))
     write_results(
         f"atus_ridge{suffix}",
         {"oracle": oracle, "rows": rows, "settings": vars(args)},
