@@ -384,7 +384,7 @@ def _tolerance_core(key, release, prior, a, scale, *, n, d, num_batches, batch_s
         # a batch's data sets in one call of the whole-array Gamma sampler, on the log scale
         # (jax.random.dirichlet per proposal: 106 s against 5.0 s for 10⁴ data sets of 2 646 rows)
         log_g = log_gamma(k_x, alpha[:, None, :].astype(release.dtype), (batch_size, n, d))
-        log_x = log_g - jax.scipy.special.logsumexp(log_g, axis=-1, keepdims=True)
+        log_x = jax.nn.log_softmax(log_g, axis=-1)
         noise = scale * random.laplace(k_e, (batch_size, d), release.dtype)
         s = jnp.mean(jnp.maximum(log_x, jnp.log(a)), axis=1) + noise
         return alpha, jnp.linalg.norm(s - release, axis=-1)
