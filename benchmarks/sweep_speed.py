@@ -5,7 +5,9 @@ Three measurements per n, all compiled, compile time excluded:
   (dim T = 9): conjugate β-step, all n proposals in one model call, t(x*) vectorised, the scan;
 - ``scan``: the ``lax.scan`` of ``record_sweep`` alone (statistics precomputed), dim T = 9 and 1;
 - ``recompute``: the sweep a user without record additivity writes — T recomputed from all n
-  records at every step (O(n²) per sweep), for n ≤ 10⁴.
+  records at every step (O(n²) per sweep), for n ≤ 10⁴;
+- ``soma``: ``soma_sweep`` alone (``record_update="soma"``: each offer scored against all n slots,
+  O(n²) parallel work per sweep, the GPU option), dim T = 9, for n ≤ ``--soma-max``.
 """
 
 import argparse
@@ -18,6 +20,7 @@ from jax import lax
 import dpjax
 import dpjax.models as m
 from dpjax.infer import DataAugmentationKernel, record_sweep
+from dpjax.infer.soma import soma_sweep
 
 SIZES = [100, 1_000, 10_000, 100_000, 1_000_000]
 
@@ -47,16 +50,21 @@ def kernel_ns(n, chains):
     return 1e9 * total / (iters * n * chains)
 
 
-def scan_ns(n, dim, chains, recompute=False):
+def scan_ns(n, dim, chains, recompute=False, soma=False):
     """The sweep alone on precomputed statistics (passed in, so nothing is subtracted)."""
     mech = dpjax.LaplaceMechanism(1.0, 2.0)
-    iters = max(2, int(1e6 // n)) if not recompute else max(1, int(1e7 // n**2))
+    iters = max(2, int(1e6 // n)) if not (recompute or soma) else max(1, int(1e7 // n**2))
     k1, k2 = jax.random.split(jax.random.key(0))
     t_old = jax.random.uniform(k1, (chains, n, dim))
     t_new = jax.random.uniform(k2, (chains, n, dim))
 
     def sweep(key, t_old, t_new):
         res = jnp.zeros(dim)
+        if soma:
+            body = lambda i, r: soma_sweep(
+                jax.random.fold_in(key, i), [t_old], [t_new], [r], [mech.log_noise_density]
+            ).residuals[0]
+            return lax.fori_loop(0, iters, body, res)
         if not recompute:
             body = lambda i, r: record_sweep(
                 jax.random.fold_in(key, i), [t_old], [t_new], [r], [mech.log_noise_density]
@@ -75,7 +83,7 @@ def scan_ns(n, dim, chains, recompute=False):
     return 1e9 * best_time(jax.jit(jax.vmap(sweep)), keys, t_old, t_new) / (iters * n * chains)
 
 
-def main(sizes, chains):
+def main(sizes, chains, soma_max):
     rows = []
     for n in sizes:
         row = {"n": n}
@@ -85,6 +93,8 @@ def main(sizes, chains):
             row[f"scan1_{c}"] = scan_ns(n, 1, c)
         if n <= 10_000:
             row["recompute_1"] = scan_ns(n, 9, 1, recompute=True)
+        if n <= soma_max:
+            row["soma_1"] = scan_ns(n, 9, 1, soma=True)
         rows.append(row)
         print(row, flush=True)
     cols = [
@@ -95,6 +105,7 @@ def main(sizes, chains):
         "scan1_1",
         f"scan1_{chains}",
         "recompute_1",
+        "soma_1",
     ]
     md = [
         "# Record sweep cost (ns per record update)",
@@ -116,5 +127,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     ap.add_argument("--chains", type=int, default=8)
+    ap.add_argument("--soma-max", type=int, default=10_000, help="largest n for the soma column (O(n²) work)")
     a = ap.parse_args()
-    main(a.sizes, a.chains)
+    main(a.sizes, a.chains, a.soma_max)
