@@ -11,18 +11,25 @@ Here the latent records are re-expressed as noise variables u with a θ-free law
 - any other family registered with :func:`register_noise_representation`.
 
 Dirichlet records have no cheap exact map (the Gamma quantile). They are written through their Gamma
-parts, x = G / ΣG with Gⱼ ~ Gamma(αⱼ), and the Wilson–Hilferty coordinates of each part,
-Gⱼ = αⱼ (1 − 1/(9αⱼ) + zⱼ/(3√αⱼ))³, z ≈ N(0, 1). Given x, u = z is drawn exactly: the total
-R = ΣG ~ Gamma(α₀) is independent of x, so G = R·x. The law q_θ(z) of z is then known but not quite
-θ-free; the target includes Σᵢ log q_θ(zᵢ) (the representation's ``log_density``), so the moves stay
-exact and the near-cancellation keeps them cheap: a 1 % move of α = (30, 3.3, 40) over 6 656 records
-changes Σ log q by 0.015 nats (sd, float64), where moving α with the records held changes their log
-density by −10 ± 12 (``benchmarks/dirichlet_transport.py``). ``noncentred_moves="auto"`` includes
-them since the moves adapt a dense covariance (:mod:`dpjax.infer.rwm`): where the release pins the
-ratios of α but hardly its scale, the θ-step of plain DA crawls along that ridge and these moves
-cross it. Measured (2 chains × 2 000 draws): DPMCMC at n = 1 000, ε₁ = 0.375, α = (2.2, 3.3, 4.4)
-(``benchmarks/dpmcmc_mixing.py``, float32), ESS of α 3–4 without them (a posterior sd of α₁ of 1.1
-where the mixing chains give 2.8) and ~880 with 5 per iteration, ~440× the ESS per second; the ATUS
+parts, x = G / ΣG with Gⱼ ~ Gamma(αⱼ). Given x, G is drawn exactly: the total R = ΣG ~ Gamma(α₀) is
+independent of x, so G = R·x. Each part's shape is then raised m = ``DIRICHLET_SHAPE_STEPS`` times,
+Gamma(α) = Gamma(α + 1)·U^(1/α) with U uniform and independent (given G, the Gamma(α + 1) factor is
+G + Exp(1), so the step is drawn exactly too), and G_m ~ Gamma(α + m) is held through its
+Wilson–Hilferty coordinate, G_m = (α+m)(1 − 1/(9(α+m)) + z/(3√(α+m)))³, z ≈ N(0, 1). u = (z, log U₀, …,
+log U_{m−1}): the uniforms are α-free; the law q_θ(z) is known but not quite θ-free, so the target
+includes Σᵢ log q_θ(uᵢ) (the representation's ``log_density``) and the moves stay exact. The
+Wilson–Hilferty error is O(1/shape), and raising the shape is what keeps q nearly θ-free for a part with
+α ≈ 1: on the ATUS compositions (α ≈ (8, 1.1, 11)) a ridge move that adds 160 records with the noise
+held changed Σ log q over the 7 866 slots by −18 nats with m = 0 and by −0.12 with m = 4, which
+widened the stretch of n one iteration's ridge moves can cover from sd 17–20 to 92
+(``benchmarks/atus_ridge_curve.py``); over 8 000 records with α = (1.2, 2.5, 20) a 30 % move
+changes Σ log q by −6.9 nats at m = 0 and by −0.19 at m = 4 (float32; ``tests/test_noncentred.py``).
+``noncentred_moves="auto"`` includes them since the moves adapt a dense covariance
+(:mod:`dpjax.infer.rwm`): where the release pins the ratios of α but hardly its scale, the θ-step of
+plain DA crawls along that ridge and these moves cross it. Measured with m = 0 (2 chains × 2 000
+draws): DPMCMC at n = 1 000, ε₁ = 0.375, α = (2.2, 3.3, 4.4) (``benchmarks/dpmcmc_mixing.py``,
+float32), ESS of α 3–4 without them (a posterior sd of α₁ of 1.1 where the mixing chains give 2.8)
+and ~880 with 5 per iteration, ~440× the ESS per second; the ATUS
 compositions with n known at ε_s = 1 (float64), ESS of α₁ 11–12 per 2 000 draws and 190–225.
 
 The inverse-CDF map is only as exact as F. JAX's float32 ``gammaincc`` errs by 2e-5 at a Poisson
@@ -252,41 +259,61 @@ register_noise_representation(
 )
 
 
+#: shape-raising steps of the Dirichlet noise map: Gamma(α) = Gamma(α + m) · Π U_i^(1/(α+i)), i < m
+DIRICHLET_SHAPE_STEPS = 4
+
+
 def _wilson_hilferty(alpha):
     """(1 − 1/(9α), 1/(3√α)): G = α (a + b z)³ is Gamma(α) for z ~ N(0, 1), to O(1/α)."""
     return 1 - 1 / (9 * alpha), 1 / (3 * jnp.sqrt(alpha))
 
 
 def _dirichlet_to_noise(rng_key, fn, x):
-    """z given x: G = R·x with R ~ Gamma(α₀) drawn (independent of x), then z = WH⁻¹(G)."""
+    """u given x: G = R·x with R ~ Gamma(α₀) drawn (independent of x); then m shape-raising steps,
+    G_{i+1} = G_i + E_i with E_i ~ Exp(1) (the law of Gamma(α+i+1) given its U^(1/(α+i)) product,
+    so log U_i = (α+i)(log G_i − log G_{i+1}) are independent uniforms' logs); z = WH⁻¹(G_m) at
+    shape α + m. u stacks (z, log U_0, …, log U_{m−1}) on a trailing axis."""
     alpha = jnp.broadcast_to(fn.concentration, jnp.shape(x))
-    log_r = log_gamma(rng_key, jnp.sum(alpha, -1))
-    log_g = log_r[..., None] + jnp.log(x)
-    a, b = _wilson_hilferty(alpha)
-    return (jnp.exp((log_g - jnp.log(alpha)) / 3) - a) / b
+    key_r, key_e = random.split(rng_key)
+    log_g = log_gamma(key_r, jnp.sum(alpha, -1))[..., None] + jnp.log(x)
+    steps = random.exponential(key_e, (DIRICHLET_SHAPE_STEPS,) + jnp.shape(x), log_g.dtype)
+    log_u = []
+    for i in range(DIRICHLET_SHAPE_STEPS):
+        log_next = jnp.logaddexp(log_g, jnp.log(steps[i]))  # log (G_i + E_i): a tiny G_i stays exact
+        log_u.append((alpha + i) * (log_g - log_next))
+        log_g = log_next
+    shape = alpha + DIRICHLET_SHAPE_STEPS
+    a, b = _wilson_hilferty(shape)
+    z = (jnp.exp((log_g - jnp.log(shape)) / 3) - a) / b
+    return jnp.stack([z, *log_u], -1)
 
 
 def _dirichlet_log_parts(fn, u):
-    alpha = jnp.broadcast_to(fn.concentration, jnp.shape(u))
-    a, b = _wilson_hilferty(alpha)
-    w = a + b * u  # the cube root of G / α; the map needs w > 0
-    return alpha, w, jnp.log(alpha) + 3 * jnp.log(jnp.where(w > 0, w, 1.0))
+    """(shape α + m, w = the cube root of G_m / (α + m), log G_m, log G)."""
+    alpha = jnp.broadcast_to(fn.concentration, jnp.shape(u)[:-1])
+    shape = alpha + DIRICHLET_SHAPE_STEPS
+    a, b = _wilson_hilferty(shape)
+    w = a + b * u[..., 0]  # the map needs w > 0
+    log_gm = jnp.log(shape) + 3 * jnp.log(jnp.where(w > 0, w, 1.0))
+    log_g = log_gm + sum(u[..., 1 + i] / (alpha + i) for i in range(DIRICHLET_SHAPE_STEPS))
+    return shape, w, log_gm, log_g
 
 
 def _dirichlet_from_noise(fn, u, dtype):
-    _, w, log_g = _dirichlet_log_parts(fn, u)
+    _, w, _, log_g = _dirichlet_log_parts(fn, u)
     x = jax.nn.softmax(log_g, -1)  # on the log scale: a part with tiny α does not underflow to 0/0
     return jnp.where(jnp.all(w > 0, -1, keepdims=True), x, jnp.nan).astype(dtype)
 
 
 def _dirichlet_log_density(fn, u):
-    """Σⱼ log [Gamma(Gⱼ | αⱼ) dGⱼ/dzⱼ], dG/dz = 3αb w² = √α w²; −inf where a w ≤ 0."""
-    alpha, w, log_g = _dirichlet_log_parts(fn, u)
+    """Σⱼ log [Gamma(G_m,ⱼ | αⱼ + m) dG_m,ⱼ/dzⱼ], dG/dz = 3(α+m)b w² = √(α+m) w²; −inf where w ≤ 0.
+    The log U parts are α-free (their law cancels in every ratio) and left out."""
+    shape, w, log_gm, _ = _dirichlet_log_parts(fn, u)
     log_q = (
-        (alpha - 1) * log_g
-        - jnp.exp(log_g)
-        - gammaln(alpha)
-        + 0.5 * jnp.log(alpha)
+        (shape - 1) * log_gm
+        - jnp.exp(log_gm)
+        - gammaln(shape)
+        + 0.5 * jnp.log(shape)
         + 2 * jnp.log(jnp.where(w > 0, w, 1.0))
     )
     return jnp.sum(jnp.where(w > 0, log_q, -jnp.inf), -1)
