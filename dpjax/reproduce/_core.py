@@ -63,6 +63,19 @@ def study_table(label: str) -> Path | None:
     return None if cells is None else cells / f"{label}.csv"
 
 
+def atus_dir() -> Path:
+    """The folder of the ATUS files ``male.csv`` and ``female.csv``: ``$DPJAX_ATUS_DIR``, else the
+    project's ``../shared/data/atus``; a ``FileNotFoundError`` that says so when they are not there."""
+    import os
+
+    path = Path(os.environ.get("DPJAX_ATUS_DIR", Path(__file__).resolve().parents[3] / "shared/data/atus"))
+    if not (path / "male.csv").exists():
+        raise FileNotFoundError(
+            f"ATUS files not found in {path}: set DPJAX_ATUS_DIR to the folder of male.csv"
+        )
+    return path
+
+
 def experiment(name: str, *, source: str, title: str, full_cost: str, needs: tuple[str, ...] = ()):
     """Register ``run(quick: bool, progress: bool) -> Report`` as the experiment ``name``: ``quick`` runs a
     reduced version in seconds, ``progress`` shows the engines' progress bars."""

@@ -5,19 +5,17 @@ each realisation judged against the semi-analytic posterior of :mod:`.atus_oracl
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._core import Report, compare, experiment, study_table
+from ._core import Report, atus_dir, compare, experiment, study_table
 from .unknown_n import INF, _eps
 
 A_CLAMP = 0.0006  # the seed's oracle threshold a = min xᵢⱼ
 ATUS_N = 6_656
-ATUS_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "atus"
 
 
 #: every ATUS chain makes 5 non-centred moves per iteration (of α with n known, of (α, n) jointly
@@ -56,9 +54,8 @@ def _load_atus(rows: int) -> tuple[np.ndarray, int]:
     """The compositions (a random subsample of ``rows`` of them unless 0) and the number of rows in all."""
     from dpjax.compositional import load_atus
 
-    if not (ATUS_DIR / "male.csv").exists():
-        raise FileNotFoundError(f"awan-atus needs the ATUS files male.csv and female.csv in {ATUS_DIR}")
-    x = np.concatenate([load_atus(ATUS_DIR / "male.csv"), load_atus(ATUS_DIR / "female.csv")])
+    folder = atus_dir()
+    x = np.concatenate([load_atus(folder / "male.csv"), load_atus(folder / "female.csv")])
     total = len(x)
     if rows:
         x = x[np.random.default_rng(0).choice(len(x), rows, replace=False)]

@@ -29,7 +29,7 @@ import pandas as pd
 from jax import lax, random
 from jax.scipy.special import gammaln
 
-from ._core import Report, compare, experiment
+from ._core import Report, atus_dir, compare, experiment
 
 THRESHOLDS = (0.1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)  # the seed's six candidates (§4.1)
 ALPHAS = {
@@ -413,18 +413,6 @@ TABLE2 = {
 MARGIN = 0.01  # H₀,ⱼ: |E[xⱼ | male] − E[xⱼ | female]| ≤ 0.01
 
 
-def _atus_dir():
-    import os
-    from pathlib import Path
-
-    path = Path(os.environ.get("DPJAX_ATUS_DIR", Path(__file__).resolve().parents[3] / "shared/data/atus"))
-    if not (path / "male.csv").exists():
-        raise FileNotFoundError(
-            f"ATUS files not found in {path}: set DPJAX_ATUS_DIR to the folder of male.csv"
-        )
-    return path
-
-
 def _rounding_se(value):
     """s.d. of the rounding error of a figure printed to 3 significant digits (uniform)."""
     unit = 10.0 ** (np.floor(np.log10(abs(value))) - 2) if value else 0.0
@@ -449,7 +437,7 @@ def atus_study(runs, cfg, methods, progress=False, quick=False) -> Report:
     (``benchmarks/guo_atus_part.py``). ``quick``: 400 rows per sex, both sexes in one batch."""
     from dpjax.compositional import load_atus
 
-    folder = _atus_dir()
+    folder = atus_dir()
     data = {sex: load_atus(folder / f"{sex}.csv") for sex in ("female", "male")}
     if quick:  # one n for both sexes: one compilation per method, both in one batch
         rng = np.random.default_rng(0)
