@@ -273,34 +273,37 @@ def _dirichlet_to_noise(rng_key, fn, x):
     G_{i+1} = G_i + E_i with E_i ~ Exp(1) (the law of Gamma(α+i+1) given its U^(1/(α+i)) product,
     so log U_i = (α+i)(log G_i − log G_{i+1}) are independent uniforms' logs); z = WH⁻¹(G_m) at
     shape α + m. u stacks (z, log U_0, …, log U_{m−1}) on a trailing axis."""
-    alpha = jnp.broadcast_to(fn.concentration, jnp.shape(x))
+    m, alpha = DIRICHLET_SHAPE_STEPS, fn.concentration  # per-part terms at α's own shape, not per record
     key_r, key_e = random.split(rng_key)
-    log_g = log_gamma(key_r, jnp.sum(alpha, -1))[..., None] + jnp.log(x)
-    steps = random.exponential(key_e, (DIRICHLET_SHAPE_STEPS,) + jnp.shape(x), log_g.dtype)
-    log_u = []
-    for i in range(DIRICHLET_SHAPE_STEPS):
-        log_next = jnp.logaddexp(log_g, jnp.log(steps[i]))  # log (G_i + E_i): a tiny G_i stays exact
-        log_u.append((alpha + i) * (log_g - log_next))
-        log_g = log_next
-    shape = alpha + DIRICHLET_SHAPE_STEPS
+    log_r = log_gamma(key_r, jnp.broadcast_to(jnp.sum(alpha, -1), jnp.shape(x)[:-1]))
+    log_g0 = log_r[..., None] + jnp.log(x)
+    # log G_k = log(G_0 + E_0 + … + E_{k−1}) from G_0 and the running sums (a tiny G_0 stays exact),
+    # each straight from its inputs: chained, log G_{k+1} from log G_k, XLA's fusion recomputed the
+    # chain (2^m times; 5.4 µs per 5-part record, now a tenth of that)
+    log_sums = jnp.log(jnp.cumsum(random.exponential(key_e, (m,) + jnp.shape(x), log_g0.dtype), 0))
+    log_g = [log_g0] + [jnp.logaddexp(log_g0, log_sums[k]) for k in range(m)]
+    log_u = [(alpha + i) * (log_g[i] - log_g[i + 1]) for i in range(m)]
+    shape = alpha + m
     a, b = _wilson_hilferty(shape)
-    z = (jnp.exp((log_g - jnp.log(shape)) / 3) - a) / b
+    z = (jnp.exp((log_g[m] - jnp.log(shape)) / 3) - a) / b
     return jnp.stack([z, *log_u], -1)
 
 
 def _dirichlet_log_parts(fn, u):
-    """(shape α + m, w = the cube root of G_m / (α + m), log G_m, log G)."""
-    alpha = jnp.broadcast_to(fn.concentration, jnp.shape(u)[:-1])
+    """(shape α + m, w = the cube root of G_m / (α + m), log w, log G_m, log G); the per-part terms
+    at α's own shape (not once per record)."""
+    alpha = fn.concentration
     shape = alpha + DIRICHLET_SHAPE_STEPS
     a, b = _wilson_hilferty(shape)
     w = a + b * u[..., 0]  # the map needs w > 0
-    log_gm = jnp.log(shape) + 3 * jnp.log(jnp.where(w > 0, w, 1.0))
-    log_g = log_gm + sum(u[..., 1 + i] / (alpha + i) for i in range(DIRICHLET_SHAPE_STEPS))
-    return shape, w, log_gm, log_g
+    log_w = jnp.log(jnp.where(w > 0, w, 1.0))
+    log_gm = jnp.log(shape) + 3 * log_w
+    log_g = log_gm + sum(u[..., 1 + i] * (1 / (alpha + i)) for i in range(DIRICHLET_SHAPE_STEPS))
+    return shape, w, log_w, log_gm, log_g
 
 
 def _dirichlet_from_noise(fn, u, dtype):
-    _, w, _, log_g = _dirichlet_log_parts(fn, u)
+    _, w, _, _, log_g = _dirichlet_log_parts(fn, u)
     x = jax.nn.softmax(log_g, -1)  # on the log scale: a part with tiny α does not underflow to 0/0
     return jnp.where(jnp.all(w > 0, -1, keepdims=True), x, jnp.nan).astype(dtype)
 
@@ -308,14 +311,9 @@ def _dirichlet_from_noise(fn, u, dtype):
 def _dirichlet_log_density(fn, u):
     """Σⱼ log [Gamma(G_m,ⱼ | αⱼ + m) dG_m,ⱼ/dzⱼ], dG/dz = 3(α+m)b w² = √(α+m) w²; −inf where w ≤ 0.
     The log U parts are α-free (their law cancels in every ratio) and left out."""
-    shape, w, log_gm, _ = _dirichlet_log_parts(fn, u)
-    log_q = (
-        (shape - 1) * log_gm
-        - jnp.exp(log_gm)
-        - gammaln(shape)
-        + 0.5 * jnp.log(shape)
-        + 2 * jnp.log(jnp.where(w > 0, w, 1.0))
-    )
+    shape, w, log_w, log_gm, _ = _dirichlet_log_parts(fn, u)
+    per_part = 0.5 * jnp.log(shape) - gammaln(shape)
+    log_q = (shape - 1) * log_gm - shape * w**3 + 2 * log_w + per_part  # G_m = (α + m) w³
     return jnp.sum(jnp.where(w > 0, log_q, -jnp.inf), -1)
 
 
