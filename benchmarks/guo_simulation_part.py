@@ -2,7 +2,10 @@
 the cells α × n × ε named on the command line, ``--datasets`` data sets each, chains at ``--scale`` ×
 the seed's length (5 chains; warm-up, kept iterations and thinning alike), every method of
 `dpjax reproduce guo-simulation` (its code: `dpjax.reproduce.compositional.simulation_study`).
-Writes results/guo_simulation_part{_TAG}.{md,json,png}. The full study is days on 2 CPUs.
+Writes results/guo_simulation_part{_TAG}.{md,json,png}. The full study is days on 2 CPUs: each
+finished cell is kept in results/guo_simulation_part{_TAG}.cells/ (committed with the results), so the
+same command resumes after the last finished cell, in this session or a later one (delete that folder
+to start afresh, e.g. after a change to the methods).
 
     python benchmarks/guo_simulation_part.py [--alpha α₃] [--n 1000] [--eps 0.25 0.5 1.5 1e10]
         [--datasets 10] [--scale 0.05] [--tag TAG]
@@ -12,6 +15,7 @@ import argparse
 
 from _common import RESULTS, write_report
 
+from dpjax.reproduce import cells_folder
 from dpjax.reproduce.compositional import ALPHAS, METHODS, _settings, simulation_study
 
 
@@ -27,9 +31,10 @@ def main():
     name = "guo_simulation_part" + (f"_{args.tag}" if args.tag else "")
     cfg = _settings(False)
     cfg.update({k: max(1, round(cfg[k] * args.scale)) for k in ("warmup", "samples", "thin")})
-    report = simulation_study(
-        args.alpha, args.n, args.eps, args.datasets, 10_000, cfg, METHODS, progress=True
-    )
+    with cells_folder(RESULTS / f"{name}.cells"):
+        report = simulation_study(
+            args.alpha, args.n, args.eps, args.datasets, 10_000, cfg, METHODS, progress=True
+        )
     report.figures[""].savefig(RESULTS / f"{name}.png", dpi=110, bbox_inches="tight")
     command = (
         f"python benchmarks/guo_simulation_part.py --alpha {' '.join(args.alpha)} --n {' '.join(map(str, args.n))} "

@@ -106,6 +106,62 @@ def test_interrupted_experiment_resumes_its_finished_cells(tmp_path, capsys):
         REGISTRY.pop("test-resume", None)
 
 
+@pytest.mark.parametrize("study", ["simulation", "atus"])
+def test_compositional_studies_resume_after_their_last_finished_cell(study, tmp_path, monkeypatch):
+    """guo-simulation and guo-atus (days on a CPU) keep each finished cell (a batch of ATUS runs) in the
+    cells folder: stopped in the second cell, a rerun computes only the cells not finished and gives
+    the tables of an uninterrupted run; other settings do not reuse them. ``run_methods`` (the chains)
+    is replaced by a fake that draws α around the truth, so only the bookkeeping runs."""
+    import jax
+    import numpy as np
+
+    from dpjax.reproduce import cells_folder
+    from dpjax.reproduce import compositional as comp
+
+    calls, stop_at = [], [2 if study == "simulation" else 3]  # ATUS: one call per sex and batch
+
+    def fake_run_methods(key, x, epsilon, cfg, progress=False, methods=comp.METHODS):
+        calls.append(key)
+        if len(calls) == stop_at[0]:
+            raise KeyboardInterrupt
+        r, _, d = x.shape
+        rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist())
+        draws = {m: rng.gamma(50.0, 0.1, (r, 40, d)) for m in methods}
+        info = {"a": np.full(r, 1e-3), "rhat": {"DPMCMCp1": np.ones(r)}, "compile": {"DPMCMCp1": 1.0}}
+        return draws, {m: 0.5 for m in methods}, info
+
+    monkeypatch.setattr(comp, "run_methods", fake_run_methods)
+    cfg = comp._settings(True)
+    if study == "simulation":
+        run = lambda: comp.simulation_study(["α₃", "α₁"], [30], [1.5], 2, 200, cfg, comp.QUICK_METHODS)
+    else:
+        run = lambda: comp.atus_study(4, cfg, comp.QUICK_METHODS, batch=2)
+    with cells_folder(tmp_path / "cells") as folder:
+        with pytest.raises(KeyboardInterrupt):
+            run()
+        assert len(calls) == stop_at[0] and len(list(folder.iterdir())) == 1
+        stop_at[0] = 0
+        resumed = run()
+        assert len(calls) == {"simulation": 3, "atus": 5}[study], "a finished cell was computed again"
+        files = sorted(folder.iterdir())
+        cfg_other = {**cfg, "samples": cfg["samples"] + 1}
+        calls.clear()
+        if study == "simulation":  # a cell's data do not depend on the grid: the same settings reuse it
+            comp.simulation_study(["α₁"], [30], [1.5], 2, 200, cfg, comp.QUICK_METHODS)
+            assert not calls
+            comp.simulation_study(["α₃"], [30], [1.5], 2, 200, cfg_other, comp.QUICK_METHODS)
+        else:
+            comp.atus_study(2, cfg_other, comp.QUICK_METHODS, batch=2)
+        assert len(calls) >= 1 and len(list(folder.iterdir())) > len(files), "other settings reused a cell"
+    calls.clear()
+    again = run()  # outside a cells folder: nothing kept, everything computed
+    assert len(calls) == 2 + 2 * (study == "atus")
+    pd.testing.assert_frame_equal(resumed.comparison, again.comparison)
+    for key in resumed.tables:
+        if "Seconds" not in key:
+            pd.testing.assert_frame_equal(resumed.tables[key], again.tables[key], check_dtype=False)
+
+
 def test_awan_atus_full_run_refuses_float32():
     """Measured: in float32 a chain of the full ATUS study made ~1 000 NUTS steps per iteration where
     float64 makes ~15 from the same state; the full run asks for 64-bit floats before any work."""

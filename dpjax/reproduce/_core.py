@@ -9,7 +9,8 @@ import platform
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,22 @@ def study_table(label: str) -> Path | None:
     ``None``."""
     cells = _CELLS.get()
     return None if cells is None else cells / f"{label}.csv"
+
+
+@contextmanager
+def cells_folder(path: str | Path) -> Iterator[Path]:
+    """Keep the finished cells of the studies run inside in ``path`` (:func:`study_table` names them
+    there), as ``dpjax reproduce`` does in ``<out>/.<name>.cells/``: a stopped run resumes after its
+    last finished cell. For a study run in parts (``benchmarks/guo_*_part.py``)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if any(path.iterdir()):
+        print(f"resuming the finished cells in {path} (delete it to start afresh)", file=sys.stderr)
+    token = _CELLS.set(path)
+    try:
+        yield path
+    finally:
+        _CELLS.reset(token)
 
 
 def atus_dir() -> Path:
@@ -187,15 +204,9 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
 
     # one folder per float width: the same keys draw other numbers in x64, so cells must not mix
     cells = out / f".{name}{'.quick' if quick else ''}{'.x64' if jax.config.jax_enable_x64 else ''}.cells"
-    if cells.exists() and any(cells.glob("*.csv")):
-        print(f"{name}: resuming the finished cells in {cells} (delete it to start afresh)", file=sys.stderr)
-    cells.mkdir(exist_ok=True)
-    token = _CELLS.set(cells)
     start = time.perf_counter()
-    try:
+    with cells_folder(cells):
         report = exp.run(quick, progress)
-    finally:
-        _CELLS.reset(token)
     seconds = time.perf_counter() - start
     if list(report.comparison.columns) != COMPARISON_COLUMNS:
         raise RuntimeError(f"{name}: the comparison table must come from dpjax.reproduce.compare")

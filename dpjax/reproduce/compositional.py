@@ -19,7 +19,10 @@ seed keeps after its Figure 2 (DPMCMCp1, DPreMCMCp4, DPABCp5) plus DPBoots and t
 
 from __future__ import annotations
 
+import json
 import time
+import zlib
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +32,7 @@ import pandas as pd
 from jax import lax, random
 from jax.scipy.special import gammaln
 
-from ._core import Report, atus_dir, compare, experiment
+from ._core import Report, atus_dir, compare, experiment, study_table
 
 THRESHOLDS = (0.1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)  # the seed's six candidates (§4.1)
 ALPHAS = {
@@ -271,6 +274,22 @@ def _settings(quick):
     return dict(chains=5, warmup=25_000, samples=25_000, thin=125, boot=1000, proposals=10_000, b=5)
 
 
+def _resumable(label, settings, compute):
+    """``compute()`` (a JSON-able result), or the result a stopped run with the same ``settings`` saved
+    under ``label`` in the cells folder (:func:`~._core.study_table`; none outside ``dpjax reproduce``
+    and :func:`~._core.cells_folder`), so that a stopped study resumes after its last finished cell."""
+    path = study_table(label)
+    if path is None:
+        return compute()
+    tag = zlib.crc32(repr((settings, jax.config.jax_enable_x64)).encode())
+    path = path.with_name(f"{label} {tag:08x}.json")
+    if path.exists():
+        return json.loads(path.read_text())
+    result = compute()
+    path.write_text(json.dumps(result, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+    return result
+
+
 def _seconds_row(seconds, info, r, **cell):
     row = {**cell, **{f"s/set {k}": v / r for k, v in seconds.items()}}
     return row | {f"compile s {k}": v for k, v in info["compile"].items()}
@@ -298,22 +317,28 @@ def simulation_study(
     report of ``guo-simulation``, or of a part of its grid (``benchmarks/guo_simulation_part.py``)."""
     import matplotlib.pyplot as plt
 
-    rows, times = [], []
-    for i, (name, n, eps) in enumerate((a, n, e) for a in names for n in sizes for e in budgets):
+    def one_cell(name, n, eps):  # the tidy rows (method × data set) and the times of one cell
         alpha = np.asarray(ALPHAS[name])
-        rng = np.random.default_rng([7, i])
+        seed = zlib.crc32(f"{name} {n} {eps:g}".encode())  # a cell's data do not depend on the grid
+        rng = np.random.default_rng([7, seed])
         x = rng.dirichlet(alpha, size=(reps, n))
-        draws, seconds, info = run_methods(random.key(i), jnp.asarray(x), eps, cfg, progress, methods)
+        draws, seconds, info = run_methods(random.key(seed), jnp.asarray(x), eps, cfg, progress, methods)
         cell = {"α": name, "n": n, "ε": eps}
-        for method in methods:
-            for r in range(reps):
-                rh = info["rhat"].get(method)
-                rows.append(
-                    {**cell, "method": method, "data set": r, "a": info["a"][r]}
-                    | _metrics(draws[method][r], alpha, rng, m_eval)
-                    | {"max split-R̂": np.nan if rh is None else rh[r]}
-                )
-        times.append(_seconds_row(seconds, info, reps, **cell))
+        rows = [
+            {**cell, "method": method, "data set": r, "a": info["a"][r]}
+            | _metrics(draws[method][r], alpha, rng, m_eval)
+            | {"max split-R̂": np.nan if info["rhat"].get(method) is None else info["rhat"][method][r]}
+            for method in methods
+            for r in range(reps)
+        ]
+        return {"rows": rows, "times": _seconds_row(seconds, info, reps, **cell)}
+
+    rows, times = [], []
+    for name, n, eps in ((a, n, e) for a in names for n in sizes for e in budgets):
+        label = f"guo-simulation {name} n{n} eps{eps:g}"
+        done = _resumable(label, (reps, m_eval, cfg, methods), partial(one_cell, name, n, eps))
+        rows += done["rows"]
+        times.append(done["times"])
     tidy, times = pd.DataFrame(rows), pd.DataFrame(times)
     keys = ["α", "n", "ε", "method"]
     median = tidy.groupby(keys, sort=False)[["MSE α", "MSE E[x|α]", "coverage", "max split-R̂"]].median()
@@ -431,70 +456,99 @@ def guo_atus(quick: bool, progress: bool) -> Report:
     return atus_study(100, _settings(False), METHODS, progress)
 
 
-def atus_study(runs, cfg, methods, progress=False, quick=False) -> Report:
-    """§4.2: ``runs`` releases per sex of the ATUS compositions, the ``methods`` of :func:`run_methods`
-    with the chain settings ``cfg``: the report of ``guo-atus``, or of a shorter version of it
-    (``benchmarks/guo_atus_part.py``). ``quick``: 400 rows per sex, both sexes in one batch."""
-    from dpjax.compositional import load_atus
-
-    folder = atus_dir()
-    data = {sex: load_atus(folder / f"{sex}.csv") for sex in ("female", "male")}
+def _atus_runs(data, first, count, cfg, methods, progress, quick):
+    """Runs ``first`` … ``first + count − 1`` of :func:`atus_study`: per run, method and part the mean
+    shares by sex, whether H₀ is rejected and P(H₀) (Bayesian methods), and the seconds per sex."""
     if quick:  # one n for both sexes: one compilation per method, both in one batch
-        rng = np.random.default_rng(0)
-        data = {s: x[rng.choice(len(x), 400, replace=False)] for s, x in data.items()}
-        stacked = np.concatenate([np.broadcast_to(x, (runs, *x.shape)) for x in data.values()])
+        stacked = np.concatenate([np.broadcast_to(x, (count, *x.shape)) for x in data.values()])
         draws, seconds, _ = run_methods(random.key(0), jnp.asarray(stacked), 0.5, cfg, progress, methods)
-        by_sex = {s: {m: v[i * runs : (i + 1) * runs] for m, v in draws.items()} for i, s in enumerate(data)}
+        part = lambda i: {m: v[i * count : (i + 1) * count] for m, v in draws.items()}
+        by_sex = {s: part(i) for i, s in enumerate(data)}
+        seconds = {"both (quick batch)": seconds}
     else:
         by_sex, seconds = {}, {}
         for i, (sex, x) in enumerate(data.items()):
-            rep = jnp.asarray(np.broadcast_to(x, (runs, *x.shape)))
-            by_sex[sex], sec, _ = run_methods(random.key(i), rep, 0.5, cfg, progress, methods)
-            seconds[sex] = sec
-
+            rep = jnp.asarray(np.broadcast_to(x, (count, *x.shape)))
+            key = random.fold_in(random.key(i), first)
+            by_sex[sex], seconds[sex], _ = run_methods(key, rep, 0.5, cfg, progress, methods)
     shares = lambda d: d / d.sum(-1, keepdims=True)
-    rows, comparison = [], []
-    for method, seed_rows in TABLE2.items():
-        if method not in by_sex["female"]:  # quick runs skip the slow methods
-            continue
-        f = [_finite(v) for v in by_sex["female"][method]]
-        m = [_finite(v) for v in by_sex["male"][method]]
-        mean_f = np.array([shares(v).mean(0) for v in f])
-        mean_m = np.array([shares(v).mean(0) for v in m])
-        reject, prob = [], []
-        for vf, vm in zip(f, m):
+    rows = []
+    for method in by_sex["female"]:
+        for r in range(count):
+            vf, vm = _finite(by_sex["female"][method][r]), _finite(by_sex["male"][method][r])
             k = min(len(vf), len(vm))
             diff = shares(vm[:k]) - shares(vf[:k])  # independent analyses: pair the draws by index
             lo, hi = np.quantile(diff, [0.025, 0.975], axis=0)
             p_h0 = np.mean(np.abs(diff) <= MARGIN, axis=0)
-            prob.append(p_h0)
             boot = method in ("Boots", "DPBoots")
-            reject.append((lo > MARGIN) | (hi < -MARGIN) if boot else p_h0 < 0.5)
-        reject, prob = np.array(reject, float), np.array(prob)
+            reject = (lo > MARGIN) | (hi < -MARGIN) if boot else p_h0 < 0.5
+            mean_f, mean_m = shares(vf).mean(0), shares(vm).mean(0)
+            for j, part in enumerate(PARTS):
+                rows.append(
+                    {"run": first + r, "method": method, "part": part}
+                    | {"mean female": mean_f[j], "mean male": mean_m[j]}
+                    | {"reject": float(reject[j]), "prob": np.nan if boot else p_h0[j]}
+                )
+    return {"rows": rows, "seconds": seconds}
+
+
+def atus_study(runs, cfg, methods, progress=False, quick=False, batch=10) -> Report:
+    """§4.2: ``runs`` releases per sex of the ATUS compositions, the ``methods`` of :func:`run_methods`
+    with the chain settings ``cfg``: the report of ``guo-atus``, or of a shorter version of it
+    (``benchmarks/guo_atus_part.py``). The runs go in batches of ``batch`` (vmapped), each kept in the
+    cells folder when done, so a stopped study resumes after its last finished batch. ``quick``: 400 rows
+    per sex, both sexes in one batch."""
+    from dpjax.compositional import load_atus
+
+    folder = atus_dir()
+    data = {sex: load_atus(folder / f"{sex}.csv") for sex in ("female", "male")}
+    if quick:
+        rng = np.random.default_rng(0)
+        data = {s: x[rng.choice(len(x), 400, replace=False)] for s, x in data.items()}
+        batch = runs
+    settings = (cfg, methods, quick)
+    tidy, seconds = [], {}
+    for first in range(0, runs, batch):
+        count = min(batch, runs - first)
+        done = _resumable(
+            f"guo-atus runs {first}-{first + count - 1}",
+            settings,
+            partial(_atus_runs, data, first, count, cfg, methods, progress, quick),
+        )
+        tidy += done["rows"]
+        for sex, sec in done["seconds"].items():
+            seconds[sex] = {m: seconds.get(sex, {}).get(m, 0.0) + v for m, v in sec.items()}
+    tidy = pd.DataFrame(tidy)
+
+    rows, comparison = [], []
+    se = lambda v: float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else None
+    for method, seed_rows in TABLE2.items():
+        if method not in set(tidy["method"]):  # quick runs skip the slow methods
+            continue
         for j, part in enumerate(PARTS):
             s_f, s_m, s_frac, s_prob = seed_rows[j]
+            one = tidy[(tidy["method"] == method) & (tidy["part"] == part)]
             row = {
                 "method": method,
                 "part": part,
-                "mean female": mean_f[:, j].mean(),
-                "mean male": mean_m[:, j].mean(),
-                "fraction": reject[:, j].mean(),
+                "mean female": one["mean female"].mean(),
+                "mean male": one["mean male"].mean(),
+                "fraction": one["reject"].mean(),
             }
             if method not in ("Boots", "DPBoots"):
-                row["prob"] = prob[:, j].mean()
+                row["prob"] = one["prob"].mean()
             rows.append(row)
-            se = lambda v: float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else None
-            for label, ours, seed in (("mean female", mean_f[:, j], s_f), ("mean male", mean_m[:, j], s_m)):
+            for label, seed in (("mean female", s_f), ("mean male", s_m)):
                 comparison.append(
                     {
                         "quantity": f"{method}, {part}: {label}",
-                        "dpjax": float(ours.mean()),
-                        "dpjax_se": se(ours),
+                        "dpjax": float(one[label].mean()),
+                        "dpjax_se": se(one[label]),
                         "seed": seed,
                         "seed_se": _rounding_se(seed),
                     }
                 )
-            p = reject[:, j].mean()
+            p = one["reject"].mean()
             comparison.append(
                 {
                     "quantity": f"{method}, {part}: fraction rejecting H₀",
@@ -509,13 +563,13 @@ def atus_study(runs, cfg, methods, progress=False, quick=False) -> Report:
                 comparison.append(
                     {
                         "quantity": f"{method}, {part}: mean P(H₀ | releases)",
-                        "dpjax": float(prob[:, j].mean()),
-                        "dpjax_se": se(prob[:, j]),
+                        "dpjax": float(one["prob"].mean()),
+                        "dpjax_se": se(one["prob"]),
                         "seed": s_prob,
                         "seed_se": _rounding_se(s_prob),
                     }
                 )
-    times = pd.DataFrame(seconds if not quick else {"both (quick batch)": seconds}).T / runs
+    times = pd.DataFrame(seconds).T / runs
     notes = (
         f"{runs} runs per sex at ε = 0.5 (ε₁ = 0.125 Laplace, ε₂ = 0.375 score, n₁ = n/4, b = 5), the "
         f"methods of `guo-simulation`; chains {cfg['chains']} × ({cfg['warmup']} warm-up + "
