@@ -6,7 +6,10 @@ One DataAugmentationKernel iteration on ``dpjax.models.dirichlet_mean_log`` (d p
   t(x*) = log max(x*, a) / n, and the ``lax.scan`` over the records — the record sweep alone;
 - ``sweep, jax.random.dirichlet``: the same with the proposals drawn by ``jax.random.dirichlet``
   (what the kernel did before ``dpjax.infer.samplers``);
-- ``iteration (NUTS α-step)``: the seed's DPMCMC iteration, α by NUTS (tree depth ≤ 5) then the sweep.
+- ``iteration (NUTS α-step)``: the seed's DPMCMC iteration, α by NUTS (tree depth ≤ 5) then the sweep;
+- ``iteration + 5 α-moves``: what ``compositional.dp_mcmc`` runs by default, the same iteration and then
+  5 non-centred α-moves with the records held through their Dirichlet transport map (drawing the
+  noise u given the records, then per move rebuilding the n records from u and the new α).
 The plain sweep on a low-dimensional statistic (``sweep_speed.py``) is the reference: tens of ns for
 the scan, 70–100 ns per record for a whole iteration on Normal records. A Dirichlet proposal costs d
 Gamma variates (~27 ns each at 37 M/s) and a softmax, which is most of the difference.
@@ -32,13 +35,14 @@ A, EPS1 = 1e-3, 0.375
 def iteration_ns(n, d, mode):
     alpha = jnp.linspace(2.0, 4.0, d)
     held = lambda key, records, params: {"alpha": params["alpha"]}  # α held: the iteration is the sweep
-    if mode == "nuts":
-        kernel = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=5), noncentred_moves=0)
+    if mode in ("nuts", "moves"):
+        moves = 5 if mode == "moves" else 0
+        kernel = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=5), noncentred_moves=moves)
     else:
         kernel = DataAugmentationKernel(dirichlet_mean_log, theta_update=held, noncentred_moves=0)
     release = jnp.log(jnp.maximum(alpha / alpha.sum(), A))  # a plausible S_L
     args = (n, A, EPS1, release)
-    iters = max(5, int(2e5 // n)) if mode == "nuts" else max(10, int(2e6 // n))
+    iters = max(5, int(2e5 // n)) if mode in ("nuts", "moves") else max(10, int(2e6 // n))
     init = {"alpha": alpha}
 
     plain = da.fast_sampling
@@ -62,6 +66,7 @@ def main(sizes):
                 ("sweep", "held"),
                 ("sweep, jax.random.dirichlet", "jax"),
                 ("iteration (NUTS α-step)", "nuts"),
+                ("iteration + 5 α-moves", "moves"),
             ]:
                 row[label] = iteration_ns(n, d, mode)
             print(row, flush=True)
