@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import shutil
 import sys
@@ -83,8 +84,6 @@ def cells_folder(path: str | Path) -> Iterator[Path]:
 def atus_dir() -> Path:
     """The folder of the ATUS files ``male.csv`` and ``female.csv``: ``$DPJAX_ATUS_DIR``, else the
     project's ``../shared/data/atus``; a ``FileNotFoundError`` that says so when they are not there."""
-    import os
-
     path = Path(os.environ.get("DPJAX_ATUS_DIR", Path(__file__).resolve().parents[3] / "shared/data/atus"))
     if not (path / "male.csv").exists():
         raise FileNotFoundError(
