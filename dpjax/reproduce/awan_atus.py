@@ -175,7 +175,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         unbounded.append(run_study(cell, grid, replicates=realizations, out=study_table(label), **study))
     df = pd.concat([bounded, *unbounded], ignore_index=True)
     release = lambda es: np.asarray(t_true + unit * scale / es, float)
-    df = _with_oracle(df, release, capacity, points=40 if quick else 600)  # quick: unjudged rows
+    df = _with_oracle(df, release, capacity, quick)
     sd_cols = [f"alpha[{j}]_sd" for j in range(3)]
     df["alpha_sd"] = df[sd_cols].mean(1)
     agg = df.groupby(["eps_s", "eps_n"])
@@ -292,17 +292,19 @@ def awan_atus(quick: bool, progress: bool) -> Report:
     )
 
 
-def _with_oracle(df, release, capacity, points=600):
+def _with_oracle(df, release, capacity, quick=False):
     """``df`` with each realisation's semi-analytic posterior (:mod:`.atus_oracle`, from its s and n_dp,
-    log p(s | n) tabulated at ``points`` values of n): columns ``oracle_n_mean``, ``oracle_n_sd``,
-    ``oracle_alpha[0]_mean`` and ``oracle_alpha[0]_sd``."""
+    log p(s | n) tabulated at 600 values of n): columns ``oracle_n_mean``, ``oracle_n_sd``,
+    ``oracle_alpha[0]_mean`` and ``oracle_alpha[0]_sd``. ``quick`` (unjudged rows): 40 values of n and
+    a coarse grid over α with the exact noise (3 s rather than 80 s per ε_s)."""
     from . import atus_oracle
 
+    points, coarse = (40, dict(K=15, width=6.0)) if quick else (600, {})
     out = []
     for (es, en), g in df.groupby(["eps_s", "eps_n"], sort=False):
         n_dp = g["n_dp_mean"].to_numpy()
         if np.isinf(en):  # n known: one n, so the exact Laplace noise is affordable
-            ev = atus_oracle.evidence(release(es), es, np.unique(np.round(n_dp)), exact_noise=True)
+            ev = atus_oracle.evidence(release(es), es, np.unique(np.round(n_dp)), exact_noise=True, **coarse)
         else:
             ev = atus_oracle.evidence(release(es), es, atus_oracle.n_range(n_dp, en, capacity, points))
         post = [atus_oracle.posterior(ev, v, en) for v in n_dp]
