@@ -127,7 +127,7 @@ def evidence(s, eps_s, ns, exact_noise=False, K=None, width=None) -> dict:
     edge, where s / n is no mean of a clamped Dirichlet), and ``laplace_minus_grid``, the spread over
     n of the Laplace approximation's difference from the grid (0 when the posterior of α is Gaussian).
     ``exact_noise``: the Laplace noise of s exactly, as a scale mixture of normals (4³ nodes, ~3 000×
-    the cost, 9 s per n: for a few n; it moves the ATUS sd of α₁ given n by 3–5 % at ε_s = 1). The
+    the cost, 9 s per n: for a few n; it moves the ATUS sd of α₁ given n by up to 4 % at ε_s = 1). The
     grid: ``K``³ points over ±``width`` sd of the Laplace approximation, by default 15 over ±6 with
     the normal noise and 45 over ±18 with the exact noise, whose posterior of α has exponential
     tails: at ε_s = 1, n known, ±6 cut the ATUS sd of α₁ by 5–7 % (1.155 against 1.234 over ±18).

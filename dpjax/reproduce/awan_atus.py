@@ -68,7 +68,7 @@ def _load_atus(rows: int) -> tuple[np.ndarray, int]:
     title="ATUS compositions under bounded and unbounded DP: posterior sd of α and posterior of n",
     full_cost=(
         "~3.5 h on 2 cores in float64 (6 656 rows, 2 ε_s × 4 ε_n × 10 n_dp, 3 000 iterations each; the four "
-        "cells with ridge moves ~45 min each)"
+        "cells with ridge moves 29–58 min each)"
     ),
 )
 def awan_atus(quick: bool, progress: bool) -> Report:
@@ -296,7 +296,7 @@ def _with_oracle(df, release, capacity, quick=False):
     """``df`` with each realisation's semi-analytic posterior (:mod:`.atus_oracle`, from its s and n_dp,
     log p(s | n) tabulated at 600 values of n): columns ``oracle_n_mean``, ``oracle_n_sd``,
     ``oracle_alpha[0]_mean`` and ``oracle_alpha[0]_sd``. ``quick`` (unjudged rows): 40 values of n and
-    a coarse grid over α with the exact noise (3 s rather than 80 s per ε_s)."""
+    a coarse grid over α with the exact noise (0.5 s rather than 9 s per ε_s)."""
     from . import atus_oracle
 
     points, coarse = (40, dict(K=15, width=6.0)) if quick else (600, {})
