@@ -4,6 +4,10 @@ One DataAugmentationKernel iteration on ``dpjax.models.dirichlet_mean_log`` (d p
 ε₁ = 0.375, a = 10⁻³), compiled, compile time excluded, for:
 - ``sweep``: α held (a θ-update that returns α): all n proposals xᵢ* ~ Dirichlet(α) in one model call,
   t(x*) = log max(x*, a) / n, and the ``lax.scan`` over the records — the record sweep alone;
+- ``proposals alone``: the n draws xᵢ* ~ Dirichlet(α) by ``dpjax.infer.samplers.dirichlet`` and their
+  t(x*), nothing else (d Gamma variates, a softmax and d logs per record);
+- ``scan alone``: ``dpjax.infer.record_sweep`` on given (n, d) statistics with the Laplace density: the
+  ``lax.scan`` over the d-dimensional residual and the vectorised bookkeeping around it;
 - ``sweep, jax.random.dirichlet``: the same with the proposals drawn by ``jax.random.dirichlet``
   (what the kernel did before ``dpjax.infer.samplers``);
 - ``iteration (NUTS α-step)``: the seed's DPMCMC iteration, α by NUTS (tree depth ≤ 5) then the sweep;
@@ -11,8 +15,10 @@ One DataAugmentationKernel iteration on ``dpjax.models.dirichlet_mean_log`` (d p
   5 non-centred α-moves with the records held through their Dirichlet transport map (drawing the
   noise u given the records, then per move rebuilding the n records from u and the new α).
 The plain sweep on a low-dimensional statistic (``sweep_speed.py``) is the reference: tens of ns for
-the scan, 70–100 ns per record for a whole iteration on Normal records. A Dirichlet proposal costs d
-Gamma variates (~27 ns each at 37 M/s) and a softmax, which is most of the difference.
+the scan, 70–100 ns per record for a whole iteration on Normal records. The scan on a d-part Dirichlet
+statistic costs the same tens of ns; a Dirichlet proposal costs d Gamma variates, and a Gamma variate
+costs ~20–35 ns on this CPU: two threefry words (~7 ns each through XLA on 2 cores) plus the rejection
+rounds' whole-array passes. The proposals are most of the sweep.
 """
 
 import argparse
@@ -25,6 +31,8 @@ from numpyro.infer import NUTS
 
 import dpjax.infer.data_augmentation as da
 from dpjax.infer import DataAugmentationKernel
+from dpjax.infer.record_sweep import record_sweep
+from dpjax.infer.samplers import dirichlet
 from dpjax.models import dirichlet_mean_log
 
 SIZES = [1_000, 5_000, 20_000]
@@ -32,7 +40,36 @@ PARTS = [3, 5]
 A, EPS1 = 1e-3, 0.375
 
 
+def _loop_ns(step, n, iters):
+    """ns per record of ``iters`` compiled calls of ``step(key) -> array``, each summed (so nothing is
+    left out by dead-code elimination)."""
+    run = jax.jit(
+        lambda c: lax.fori_loop(
+            0, iters, lambda i, c: c + jnp.sum(step(jax.random.fold_in(jax.random.key(0), i))), c
+        )
+    )
+    return 1e9 * best_time(run, 0.0) / (iters * n)
+
+
+def part_ns(n, d, mode):
+    """The sweep's two parts on their own: the proposals and their statistics, or the scan."""
+    alpha = jnp.linspace(2.0, 4.0, d)
+    iters = max(10, int(2e6 // n))
+    if mode == "proposals":
+        step = lambda key: jnp.log(jnp.maximum(dirichlet(key, alpha, (n,)), A)) / n
+        return _loop_ns(step, n, iters)
+    t_old = jnp.log(jnp.maximum(dirichlet(jax.random.key(1), alpha, (n,)), A)) / n
+    t_new = jnp.log(jnp.maximum(dirichlet(jax.random.key(2), alpha, (n,)), A)) / n
+    scale = -d * jnp.log(A) / (n * EPS1)
+    noise = lambda r: -jnp.abs(r) / scale
+    residual = 0.3 * scale * jnp.ones(d)
+    step = lambda key: record_sweep(key, [t_old], [t_new], [residual], [noise]).residuals[0]
+    return _loop_ns(step, n, iters)
+
+
 def iteration_ns(n, d, mode):
+    if mode in ("proposals", "scan"):
+        return part_ns(n, d, mode)
     alpha = jnp.linspace(2.0, 4.0, d)
     held = lambda key, records, params: {"alpha": params["alpha"]}  # α held: the iteration is the sweep
     if mode in ("nuts", "moves"):
@@ -64,6 +101,8 @@ def main(sizes):
             row = {"d": d, "n": n}
             for label, mode in [
                 ("sweep", "held"),
+                ("proposals alone", "proposals"),
+                ("scan alone", "scan"),
                 ("sweep, jax.random.dirichlet", "jax"),
                 ("iteration (NUTS α-step)", "nuts"),
                 ("iteration + 5 α-moves", "moves"),
