@@ -372,16 +372,20 @@ def simulation_study(
     labels = (
         median[["α", "n", "ε"]].drop_duplicates().apply(lambda c: f"{c['α']} n={c['n']} ε={c['ε']:g}", axis=1)
     )
+    colours = dict(zip(METHODS, plt.get_cmap("tab10").colors))  # a method keeps its colour in every panel
     for ax, col in zip(axes, ["MSE α", "MSE E[x|α]", "coverage"]):
         wide = median.pivot_table(index=["α", "n", "ε"], columns="method", values=col, sort=False)
         wide = wide[[m for m in METHODS if m in wide and (col != "coverage" or m in BAYES)]]
         wide.index = list(labels)
-        wide.plot.bar(ax=ax, logy=col != "coverage", legend=col == "coverage", rot=45)
+        wide.plot.bar(ax=ax, logy=col != "coverage", legend=False, rot=45, color=[colours[m] for m in wide])
         ax.set_title(f"median {col} over data sets")
         if col == "coverage":
             ax.axhline(0.95, color="k", lw=0.8)
             ax.set_ylim(0.8, 1.0)
-    fig.tight_layout()
+            ax.set_title("median coverage over data sets (bars below 0.8 cut: see the table)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[m]) for m in METHODS if m in set(median["method"])]
+    fig.legend(handles, [m for m in METHODS if m in set(median["method"])], loc="upper center", ncol=6)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
 
     notes = (
         f"{reps} data sets per cell; thresholds {THRESHOLDS}; ε₁ = 0.25ε (Laplace), ε₂ = 0.75ε (score), "
