@@ -378,13 +378,14 @@ def simulation_study(
         wide = wide[[m for m in METHODS if m in wide and (col != "coverage" or m in BAYES)]]
         wide.index = list(labels)
         wide.plot.bar(ax=ax, logy=col != "coverage", legend=False, rot=45, color=[colours[m] for m in wide])
-        ax.set_title(f"median {col} over data sets")
+        cut = " (bars below 0.8 cut: see the table)" if col == "coverage" else ""
+        ax.set_title(f"median {col} over data sets{cut}")
         if col == "coverage":
             ax.axhline(0.95, color="k", lw=0.8)
             ax.set_ylim(0.8, 1.0)
-            ax.set_title("median coverage over data sets (bars below 0.8 cut: see the table)")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[m]) for m in METHODS if m in set(median["method"])]
-    fig.legend(handles, [m for m in METHODS if m in set(median["method"])], loc="upper center", ncol=6)
+    shown = [m for m in METHODS if m in set(median["method"])]
+    patches = [plt.Rectangle((0, 0), 1, 1, color=colours[m]) for m in shown]
+    fig.legend(patches, shown, loc="upper center", ncol=6)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
 
     notes = (
