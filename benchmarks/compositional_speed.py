@@ -68,8 +68,6 @@ def part_ns(n, d, mode):
 
 
 def iteration_ns(n, d, mode):
-    if mode in ("proposals", "scan"):
-        return part_ns(n, d, mode)
     alpha = jnp.linspace(2.0, 4.0, d)
     held = lambda key, records, params: {"alpha": params["alpha"]}  # α held: the iteration is the sweep
     if mode in ("nuts", "moves"):
@@ -99,15 +97,15 @@ def main(sizes):
     for d in PARTS:
         for n in sizes:
             row = {"d": d, "n": n}
-            for label, mode in [
-                ("sweep", "held"),
-                ("proposals alone", "proposals"),
-                ("scan alone", "scan"),
-                ("sweep, jax.random.dirichlet", "jax"),
-                ("iteration (NUTS α-step)", "nuts"),
-                ("iteration + 5 α-moves", "moves"),
+            for label, timer, mode in [
+                ("sweep", iteration_ns, "held"),
+                ("proposals alone", part_ns, "proposals"),
+                ("scan alone", part_ns, "scan"),
+                ("sweep, jax.random.dirichlet", iteration_ns, "jax"),
+                ("iteration (NUTS α-step)", iteration_ns, "nuts"),
+                ("iteration + 5 α-moves", iteration_ns, "moves"),
             ]:
-                row[label] = iteration_ns(n, d, mode)
+                row[label] = timer(n, d, mode)
             print(row, flush=True)
             rows.append(row)
     cols = list(rows[0])
