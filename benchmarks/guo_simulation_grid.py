@@ -1,0 +1,234 @@
+"""Guo, Barrientos & Peña's §4.1 assembled from its parts: every cell that
+`benchmarks/guo_simulation_part.py` has run (results/guo_simulation_part*.json), drawn as the seed's
+Figures 2–3 (median MSE of α and of E[x | α], median predictive coverage, against ε, one row per α),
+with the seed's statements about those figures checked cell by cell and the grid's missing cells listed.
+It runs no chains, only reads the parts' results, so it takes seconds. It refuses to pool parts whose
+settings (data sets per cell, chain lengths, …) differ.
+
+    python benchmarks/guo_simulation_grid.py
+"""
+
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from _common import RESULTS, write_results
+
+from dpjax.reproduce import markdown_table
+from dpjax.reproduce.compositional import ALPHAS, BAYES, METHODS, NO_PRIVACY
+
+EPS = (0.25, 0.5, 1.5, NO_PRIVACY)
+SIZES = (1000, 5000)
+DP = ("DPBoots", "DPMCMCp1", "DPreMCMCp4", "DPABCp5")
+SIMILAR = 1.5  # "similar MSE": within this factor
+POOLED = ("chains", "warmup", "samples", "thin", "boot", "proposals", "b", "datasets", "m_eval")
+
+
+def load_parts():
+    """The parts' per-cell medians and seconds, each row tagged with its part's file and date."""
+    medians, seconds, settings = [], [], {}
+    for path in sorted(RESULTS.glob("guo_simulation_part*.json")):
+        part = json.loads(path.read_text())
+        settings[path.stem] = {k: part["settings"][k] for k in POOLED}
+        source = {"part": path.stem.removeprefix("guo_simulation_part").lstrip("_") or "(first)"}
+        source["run on"] = part["date"]
+        medians += [{**r, **source} for r in part["tables"]["Median over data sets per cell"]]
+        seconds += [{**r, **source} for r in part["tables"]["Seconds per data set (compile excluded)"]]
+    if not settings:
+        raise SystemExit("no results/guo_simulation_part*.json: run benchmarks/guo_simulation_part.py first")
+    if len({json.dumps(s, sort_keys=True) for s in settings.values()}) > 1:
+        raise SystemExit(f"the parts' settings differ, so they cannot be pooled: {settings}")
+    order = (
+        lambda df: df.sort_values(  # the seed's order: α, then n, then ε, then method
+            ["α", "n", "ε", "method"][: 3 + ("method" in df)],
+            key=lambda c: (
+                c.map(list(ALPHAS).index)
+                if c.name == "α"
+                else c.map(list(METHODS).index)
+                if c.name == "method"
+                else c
+            ),
+            kind="stable",
+        ).reset_index(drop=True)
+    )
+    medians, seconds = order(pd.DataFrame(medians)), order(pd.DataFrame(seconds))
+    twice = medians.duplicated(["α", "n", "ε", "method"], keep=False)
+    if twice.any():
+        raise SystemExit(f"cells run in more than one part:\n{medians[twice]}")
+    return medians, seconds, next(iter(settings.values()))
+
+
+def statements(med):
+    """The seed's statements about Figures 2–3 (§4.1), each checked on every cell where it applies."""
+    at = med.set_index(["α", "n", "ε", "method"])
+    cells = med[["α", "n", "ε"]].drop_duplicates().itertuples(index=False, name=None)
+    cells = sorted(cells, key=lambda c: (list(ALPHAS).index(c[0]), c[1], c[2]))
+    rows = []
+
+    def check(statement, tested):  # tested: (cell label, holds) pairs
+        fails = [label for label, holds in tested if not holds]
+        rows.append(
+            {
+                "the seed says": statement,
+                "holds in": f"{len(tested) - len(fails)} of {len(tested)}",
+                "where not": "; ".join(fails),
+            }
+        )
+
+    def v(cell, method, col="MSE α"):
+        return at.loc[(*cell, method), col]
+
+    label = lambda c, extra="": f"{c[0]} n={c[1]} ε={c[2]:g}{extra}"
+    # "the MSEs are decreasing in ε": every consecutive pair of ε that a cell pair covers
+    steps = []
+    for m in DP:
+        for a, n in {(c[0], c[1]) for c in cells}:
+            eps = sorted(c[2] for c in cells if c[:2] == (a, n))
+            for lo, hi in zip(eps, eps[1:]):
+                ok = v((a, n, hi), m) < v((a, n, lo), m)
+                steps.append((f"{m} {a} n={n} ε {lo:g}→{hi:g}", ok))
+    check("the MSE of α decreases in ε (each DP method, each step between run ε)", sorted(steps))
+    free = [c for c in cells if c[2] == NO_PRIVACY]
+    pairs = (("DPBoots", "Boots"), ("DPMCMCp1", "MCMCp1"))
+    check(
+        f"ε = 10¹⁰: DPBoots and DPMCMCp1 have MSEs of α similar to Boots and MCMCp1 (within {SIMILAR}×)",
+        [
+            (label(c, f" {dp}/{ref} = {v(c, dp) / v(c, ref):.2f}"), v(c, dp) / v(c, ref) < SIMILAR)
+            for c in free
+            for dp, ref in pairs
+        ],
+    )
+    check(
+        "ε = 10¹⁰: DPABCp5's MSE of α is larger than MCMCp1's, but acceptable",
+        [
+            (label(c, f" ratio {v(c, 'DPABCp5') / v(c, 'MCMCp1'):.2f}"), v(c, "DPABCp5") > v(c, "MCMCp1"))
+            for c in free
+        ],
+    )
+    private = [c for c in cells if c[2] != NO_PRIVACY]
+    check(
+        "DPBoots' MSE of α is (slightly) larger than DPMCMCp1's",
+        [(label(c), v(c, "DPBoots") > v(c, "DPMCMCp1")) for c in private],
+    )
+    for other in ("DPreMCMCp4", "DPABCp5"):
+        gap = lambda c, m: abs(v(c, m, "coverage") - 0.95)
+        check(
+            f"DPMCMCp1's predictive coverage is closer to 95 % than {other}'s",
+            [(label(c), gap(c, "DPMCMCp1") <= gap(c, other)) for c in private],
+        )
+    return pd.DataFrame(rows)
+
+
+def figure(med):
+    """The seed's Figures 2–3 as lines against ε: one row per α, one colour per method."""
+    names = [a for a in ALPHAS if a in set(med["α"])]
+    cols = ["MSE α", "MSE E[x|α]", "coverage"]
+    fig, axes = plt.subplots(len(names), 3, figsize=(14, 2.8 * len(names)), squeeze=False)
+    colours = dict(zip(METHODS, plt.get_cmap("tab10").colors))  # as simulation_study's figure
+    x = {e: i for i, e in enumerate(EPS)}
+    for row, a in zip(axes, names):
+        for ax, col in zip(row, cols):
+            for (m, n), g in med[med["α"] == a].groupby(["method", "n"], sort=False):
+                if col == "coverage" and m not in BAYES:
+                    continue
+                g = g.sort_values("ε")
+                wide = m in ("Boots", "MCMCp1")  # the seed draws the non-private benchmarks wider
+                ax.plot(
+                    [x[e] for e in g["ε"]],
+                    g[col],
+                    marker="o" if n == 1000 else "s",
+                    ls="-" if n == 1000 else "--",
+                    lw=3 if wide else 1.5,
+                    color=colours[m],
+                    label=m,
+                )
+            ax.set_xticks(range(len(EPS)), ["0.25", "0.5", "1.5", "10¹⁰"])
+            ax.set_xlim(-0.3, len(EPS) - 0.7)
+            if col == "coverage":
+                ax.axhline(0.95, color="k", lw=0.8)
+                ax.set_ylim(0.6, 1.0)
+            else:
+                ax.set_yscale("log")
+            cut = " (below 0.6: see the table)" if col == "coverage" else ""
+            ax.set_title(f"{a} = {ALPHAS[a]}: median {col}{cut}", fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xlabel("ε")
+    shown = [m for m in METHODS if m in set(med["method"])]
+    handles = [plt.Line2D([], [], color=colours[m], lw=3 if m in ("Boots", "MCMCp1") else 1.5) for m in shown]
+    fig.legend(handles, shown, loc="upper center", ncol=len(shown))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.2 / len(names)))
+    return fig
+
+
+def main():
+    med, sec, settings = load_parts()
+    done = med[["α", "n", "ε", "part", "run on"]].drop_duplicates()
+    grid = pd.DataFrame(
+        [(a, n, e) for a in ALPHAS for n in SIZES for e in EPS], columns=["α", "n", "ε"]
+    ).merge(done, how="left")
+    missing = grid[grid["part"].isna()]
+    checks = statements(med)
+    cells = pd.MultiIndex.from_frame(done[["α", "n", "ε"]])  # in the seed's order (load_parts)
+    wide = lambda col, methods: (
+        med.set_index(["α", "n", "ε", "method"])[col].unstack("method").reindex(cells)
+    )[[m for m in METHODS if m in methods]].reset_index()
+    times = sec[["α", "n", "ε"] + [c for c in sec if c.startswith("s/set")]]
+    figure(med).savefig(RESULTS / "guo_simulation_grid.png", dpi=100, bbox_inches="tight")
+
+    md = [
+        "# Guo et al. §4.1 (Figures 2–3): the grid so far, assembled from its parts",
+        "",
+        f"{len(done)} of the grid's {len(grid)} cells (α × n × ε) have been run, each with "
+        f"{settings['datasets']} data sets (the seed: 50) and chains of {settings['chains']} × "
+        f"({settings['warmup']} warm-up + {settings['samples']}) iterations, every {settings['thin']}-th kept "
+        "(5 % of the seed's length). Settings, methods and metrics: see any part's notes "
+        "(`results/guo_simulation_part*.md`). The seed's figures are bars without numbers, so its "
+        "statements about them are what can be checked: each is tested on every cell where it applies "
+        "(medians over the cell's data sets, so a statement about a *slight* difference can flip on Monte "
+        "Carlo noise). **DPreMCMCp4 samples a degenerate target** (see the parts' notes), so its MSE and "
+        "coverage measure where its chains had got to.",
+        "",
+        "## The seed's statements, cell by cell",
+        "",
+        markdown_table(checks),
+        "",
+        "## Median MSE of α",
+        "",
+        markdown_table(wide("MSE α", METHODS)),
+        "",
+        "## Median MSE of E[x | α]",
+        "",
+        markdown_table(wide("MSE E[x|α]", METHODS)),
+        "",
+        "## Median predictive coverage (nominal 0.95)",
+        "",
+        markdown_table(wide("coverage", BAYES)),
+        "",
+        "## Seconds per data set (compile excluded)",
+        "",
+        markdown_table(times),
+        "",
+        "## Cells run, and the part that ran them",
+        "",
+        markdown_table(done),
+        "",
+        f"Not yet run ({len(missing)}): "
+        + ", ".join(f"{r.α} n={r.n} ε={r.ε:g}" for r in missing.itertuples())
+        + ". Each is `python benchmarks/guo_simulation_part.py --alpha A --n N --eps E --tag TAG`, "
+        "then this script.",
+        "",
+        "![guo_simulation_grid.png](guo_simulation_grid.png)",
+    ]
+    payload = {
+        "settings": settings,
+        "statements": checks.to_dict("records"),
+        "cells": done.to_dict("records"),
+        "medians": med.replace({np.nan: None}).to_dict("records"),
+    }
+    write_results("guo_simulation_grid", payload, "\n".join(md))
+    print("\n".join(md[:12]))
+
+
+if __name__ == "__main__":
+    main()
