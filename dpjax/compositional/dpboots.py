@@ -46,10 +46,21 @@ def _truncated(key, s, scale, max_tries, chunk):
     def cond(state):
         return ~state[2] & (state[3] < rounds)
 
+    # Range(S₀) lies in the box (−∞, 0)ᵈ, so candidates come from the Laplace law truncated to the box
+    # (exact, per part: below min(S_L, 0) an exponential tail, between S_L < 0 and 0 a truncated
+    # exponential) and are kept if in the range: the same truncated law as plain rejection, but a part
+    # of S_L above 0 no longer costs a factor ~exp(−S_Lⱼ/b) in acceptance
+    p_left = jnp.where(s >= 0, 1.0, 1 / (2 - jnp.exp(jnp.minimum(s, 0) / scale)))
+    right_cdf = -jnp.expm1(jnp.minimum(s, 0) / scale)  # 1 − exp(S_L/b): the exponential above S_L, cut at 0
+
     def body(state):
         key, val, done, r, tries = state
-        key, sub = random.split(key)
-        cand = s - scale * random.laplace(sub, (chunk, d), dtype=s.dtype)
+        key, k_side, k_u = random.split(key, 3)
+        side = random.uniform(k_side, (chunk, d), s.dtype)
+        u = random.uniform(k_u, (chunk, d), s.dtype)
+        left = jnp.minimum(s, 0) + scale * jnp.log1p(-u)
+        right = s - scale * jnp.log1p(-u * right_cdf)
+        cand = jnp.where(side < p_left, left, right)
         ok = jnp.all(cand < 0, -1) & (jax.nn.logsumexp(cand, axis=-1) < -margin)
         i = jnp.argmax(ok)
         hit = jnp.any(ok)
@@ -65,7 +76,10 @@ def _truncated(key, s, scale, max_tries, chunk):
 def truncated_laplace_statistic(rng_key, statistic, scale, *, max_tries: int = 4096, chunk: int = 64):
     """Steps i)–ii) of Algorithm 2: draw ε ~ Laplace(0, scale)ᵈ until S̃₀ = S_L − ε lies in
     Range(S₀) = {s ∈ (−∞, 0)ᵈ : Σⱼ exp(sⱼ) ≤ 1}, i.e. one draw of S_L − ε with ε from the Laplace law
-    truncated to Range(Lap; S_L) (seed §3.2). Candidates are drawn ``chunk`` at a time, vectorised.
+    truncated to Range(Lap; S_L) (seed §3.2). Candidates are drawn ``chunk`` at a time, vectorised,
+    from the Laplace law truncated to the box (−∞, 0)ᵈ that holds the range (exactly, part by part),
+    so that a release with parts above 0 (small n ε₁) is not rejected ~exp(S_Lⱼ / scale) times more
+    often: the accepted law is the same as plain rejection's.
 
     The accepted value satisfies ``logsumexp(S̃₀) < −16 eps`` (eps of the dtype): strictly inside
     the range, so the Dirichlet MLE exists and the check holds in any precision (this drops a
