@@ -23,56 +23,44 @@ from jax import lax, random
 from numpyro.primitives import Messenger
 
 REDRAW_FRACTION = 16  # later rounds work on a buffer of 1/16 of the array (or 1/512 when that holds all left)
-GAMMA_ROUND0_TRIES = 2  # Marsaglia–Tsang rejects ≤ 5 %: after 2 candidates ≤ 0.25 % are left …
-GAMMA_BLOCK = 32  # … so few blocks of 32 hold one that finding those blocks costs little
-GAMMA_FRACTION = 16
 POISSON_INVERSION_MAX_RATE = 10.0  # as jax.random.poisson: below, inversion; above, its rejection
 POISSON_FALLBACK_FRACTION = 256  # jax.random.poisson for the (float-tail) capped searches
 POISSON_WHOLE_ROUNDS = 12  # search steps over the whole array before the rest is gathered
 POISSON_INVERSION_MAX_K = 80  # P(Pois(10) > 80) < 1e-40; an element still searching there falls back
 
 
-def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4, block=1):
+def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4):
     """Repeat ``draw(key, idx, tries) -> (ok, value)``, each of shape ``(tries, idx.size)`` (or
     ``(idx.size,)`` for a draw that is the same every try), on the elements not yet ``ok`` until all
-    are. Elements go in blocks of ``block`` neighbours: each round gathers up to ``n_blocks // fraction``
-    blocks that hold an unfinished element (more rounds when more are left; a buffer 32 times smaller
-    when that holds them all), has its own key and offers each of their unfinished elements ``tries``
-    candidates, keeping its first accepted one (a finished element keeps its value). Finding the blocks
-    costs a scan of their flags (on CPU ~5 ns per flag, as much as a whole round of candidates when
-    ``block`` is 1), hence several tries per round, and blocks where few elements are left unfinished.
-    Under ``vmap`` the ``lax.cond`` runs both buffer sizes, the small one at a 32nd of the cost."""
+    are: each round gathers up to ``n // fraction`` of them (more rounds when more are left; a buffer
+    32 times smaller when that holds them all), has its own key and offers each element ``tries``
+    candidates, keeping its first accepted one. Finding the elements costs a scan of the whole array
+    (~5 ns per element on CPU), hence several tries per round. Under ``vmap`` the ``lax.cond`` runs
+    both buffer sizes, the small one at a 32nd of the cost."""
     n = ok.size
-    nb = -(-n // block)
-    pad = nb * block - n  # padding lanes are finished from the start
-    ok = jnp.pad(ok, (0, pad), constant_values=True).reshape(nb, block)
-    value = jnp.pad(value, (0, pad)).reshape(nb, block)
-    big = max(1, nb // fraction)
+    big = max(1, n // fraction)
     small = max(1, big // 32)
-    lanes = jnp.arange(block)
 
     def gathered(m):
         def run(i, ok, value):
-            (b,) = jnp.nonzero(~jnp.all(ok, axis=1), size=m, fill_value=nb)  # nb: out of range, dropped
-            b_in = jnp.minimum(b, nb - 1)
-            idx = jnp.minimum(b_in[:, None] * block + lanes, n - 1).reshape(-1)
-            got, v = draw(random.fold_in(key, i), idx, tries)
-            got, v = jnp.broadcast_to(got, (tries, idx.size)), jnp.broadcast_to(v, (tries, idx.size))
+            (idx,) = jnp.nonzero(~ok, size=m, fill_value=n)  # n: an out-of-range slot, dropped
+            got, v = draw(random.fold_in(key, i), jnp.minimum(idx, n - 1), tries)
+            got, v = jnp.broadcast_to(got, (tries, m)), jnp.broadcast_to(v, (tries, m))
             first = jnp.argmax(got, axis=0)
-            v = jnp.take_along_axis(v, first[None], axis=0)[0].reshape(m, block)
-            done = ok[b_in]  # an unfinished element's value is never kept, a finished one's always
-            ok = ok.at[b].set(done | jnp.any(got, axis=0).reshape(m, block), mode="drop")
-            return ok, value.at[b].set(jnp.where(done, value[b_in], v.astype(value.dtype)), mode="drop")
+            v = jnp.take_along_axis(v, first[None], axis=0)[0]
+            # the gathered slots are all unfinished, and an unfinished slot's value is never kept, so
+            # both are written as they stand (idx = n, the padding, is dropped)
+            ok = ok.at[idx].set(jnp.any(got, axis=0), mode="drop")
+            return ok, value.at[idx].set(v.astype(value.dtype), mode="drop")
 
         return run
 
     def body(carry):
         i, ok, value = carry
-        few = jnp.sum(~jnp.all(ok, axis=1)) <= small
+        few = jnp.sum(~ok) <= small
         return i + 1, *lax.cond(few, gathered(small), gathered(big), i, ok, value)
 
-    value = lax.while_loop(lambda c: ~jnp.all(c[1]), body, (0, ok, value))[2]
-    return value.reshape(-1)[:n]
+    return lax.while_loop(lambda c: ~jnp.all(c[1]), body, (0, ok, value))[2]
 
 
 def _flat(param, shape, dtype):
@@ -105,8 +93,10 @@ def log_gamma(key, concentration, shape=None):
 
     def draw(k, idx, tries):
         kx, ku = random.split(k)
-        ia, di, ci = (inv_a, d, c) if idx is None else (inv_a[idx], d[idx], c[idx])  # None: round 0
-        size = (tries, di.size)
+        if idx is None:  # round 0: the whole array, one try
+            ia, di, ci, size = inv_a, d, c, (n,)
+        else:
+            ia, di, ci, size = inv_a[idx], d[idx], c[idx], (tries, idx.size)
         x = random.normal(kx, size, dtype)
         log_u = jnp.log1p(-random.uniform(ku, size, dtype))  # log of a uniform on (0, 1]
         v = 1 + ci * x
@@ -116,12 +106,8 @@ def log_gamma(key, concentration, shape=None):
         # given x and acceptance, u is uniform on (0, h(x)): u / h(x) is the boost's uniform, for free
         return ok, jnp.log(di) + log_v3 + (log_u - log_h) * ia
 
-    # round 0: every element, GAMMA_ROUND0_TRIES candidates, no gather; so few are left that the
-    # redraws find them by blocks
-    got, out = draw(random.fold_in(key, 0), None, GAMMA_ROUND0_TRIES)
-    out = jnp.take_along_axis(out, jnp.argmax(got, axis=0)[None], axis=0)[0]
-    ok = jnp.any(got, axis=0)
-    out = _redraw(random.fold_in(key, 1), ok | ~valid, out, draw, GAMMA_FRACTION, block=GAMMA_BLOCK)
+    ok, out = draw(random.fold_in(key, 0), None, 1)  # round 0: every element, no gather
+    out = _redraw(random.fold_in(key, 1), ok | ~valid, out, draw)
     return jnp.where(valid, out, jnp.nan).reshape(shape)
 
 
