@@ -20,7 +20,8 @@ from dpjax.reproduce.compositional import ALPHAS, BAYES, METHODS, NO_PRIVACY
 
 EPS = (0.25, 0.5, 1.5, NO_PRIVACY)
 SIZES = (1000, 5000)
-DP = ("DPBoots", "DPMCMCp1", "DPreMCMCp4", "DPABCp5")
+NON_PRIVATE = ("Boots", "MCMCp1")
+DP = tuple(m for m in METHODS if m not in NON_PRIVATE)
 SIMILAR = 1.5  # "similar MSE": within this factor
 POOLED = ("chains", "warmup", "samples", "thin", "boot", "proposals", "b", "datasets", "m_eval")
 
@@ -39,19 +40,12 @@ def load_parts():
         raise SystemExit("no results/guo_simulation_part*.json: run benchmarks/guo_simulation_part.py first")
     if len({json.dumps(s, sort_keys=True) for s in settings.values()}) > 1:
         raise SystemExit(f"the parts' settings differ, so they cannot be pooled: {settings}")
-    order = (
-        lambda df: df.sort_values(  # the seed's order: α, then n, then ε, then method
-            ["α", "n", "ε", "method"][: 3 + ("method" in df)],
-            key=lambda c: (
-                c.map(list(ALPHAS).index)
-                if c.name == "α"
-                else c.map(list(METHODS).index)
-                if c.name == "method"
-                else c
-            ),
-            kind="stable",
-        ).reset_index(drop=True)
-    )
+    rank = {name: i for names in (ALPHAS, METHODS) for i, name in enumerate(names)}  # the seed's order
+    order = lambda df: df.sort_values(
+        [c for c in ("α", "n", "ε", "method") if c in df],
+        key=lambda c: c.map(rank) if c.name in ("α", "method") else c,
+        kind="stable",
+    ).reset_index(drop=True)
     medians, seconds = order(pd.DataFrame(medians)), order(pd.DataFrame(seconds))
     twice = medians.duplicated(["α", "n", "ε", "method"], keep=False)
     if twice.any():
@@ -62,8 +56,7 @@ def load_parts():
 def statements(med):
     """The seed's statements about Figures 2–3 (§4.1), each checked on every cell where it applies."""
     at = med.set_index(["α", "n", "ε", "method"])
-    cells = med[["α", "n", "ε"]].drop_duplicates().itertuples(index=False, name=None)
-    cells = sorted(cells, key=lambda c: (list(ALPHAS).index(c[0]), c[1], c[2]))
+    cells = list(med[["α", "n", "ε"]].drop_duplicates().itertuples(index=False, name=None))  # in order
     rows = []
 
     def check(statement, tested):  # tested: (cell label, holds) pairs
@@ -133,7 +126,7 @@ def figure(med):
                 if col == "coverage" and m not in BAYES:
                     continue
                 g = g.sort_values("ε")
-                wide = m in ("Boots", "MCMCp1")  # the seed draws the non-private benchmarks wider
+                wide = m in NON_PRIVATE  # the seed draws the non-private benchmarks wider
                 ax.plot(
                     [x[e] for e in g["ε"]],
                     g[col],
@@ -155,7 +148,7 @@ def figure(med):
     for ax in axes[-1]:
         ax.set_xlabel("ε")
     shown = [m for m in METHODS if m in set(med["method"])]
-    handles = [plt.Line2D([], [], color=colours[m], lw=3 if m in ("Boots", "MCMCp1") else 1.5) for m in shown]
+    handles = [plt.Line2D([], [], color=colours[m], lw=3 if m in NON_PRIVATE else 1.5) for m in shown]
     fig.legend(handles, shown, loc="upper center", ncol=len(shown))
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.2 / len(names)))
     return fig
