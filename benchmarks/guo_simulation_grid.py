@@ -176,7 +176,9 @@ def figure(med):
         ax.set_xlabel("ε")
     shown = [m for m in METHODS if m in set(med["method"])]
     handles = [plt.Line2D([], [], color=colours[m], lw=3 if m in NON_PRIVATE else 1.5) for m in shown]
-    fig.legend(handles, shown, loc="upper center", ncol=len(shown))
+    handles += [plt.Line2D([], [], color="k", marker=mk, ls=ls) for mk, ls in (("o", "-"), ("s", "--"))]
+    labels = shown + [f"n = {n}" for n in SIZES]
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels))
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.2 / len(names)))
     return fig
 
