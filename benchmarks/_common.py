@@ -12,7 +12,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def machine() -> str:
-    return f"{platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} device(s), jax {jax.__version__}"
+    backend = jax.default_backend()
+    kind = "" if backend == "cpu" else f" ({jax.devices()[0].device_kind})"  # e.g. NVIDIA H100 80GB HBM3
+    return f"{platform.processor() or platform.machine()}, {jax.device_count()} {backend} device(s){kind}, jax {jax.__version__}"
 
 
 def write_results(name: str, payload: dict, markdown: str, command: str | None = None) -> None:

@@ -11,6 +11,8 @@ chain methods cost in proportion, so their full-length time is about 1/f × thei
 """
 
 import argparse
+import shlex
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +28,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", type=int, default=1)
     parser.add_argument("--scale", type=float, default=1.0, help="chain length as a fraction of the seed's")
+    parser.add_argument("--name", default="compositional_method_times", help="results/<name>.{md,json}")
     args = parser.parse_args()
     r, scale = args.datasets, args.scale
     cfg = _settings(False)
@@ -42,7 +45,7 @@ def main():
         ratio = base / (row["s per data set"] * r)
         seed = SPEEDUP.get(row["method"], "")
         lines.append(
-            f"| {row['method']} | {row['s per data set']:.1f} | {row['compile s']:.1f} | {ratio:.2f} | {seed} |"
+            f"| {row['method']} | {row['s per data set']:.3g} | {row['compile s']:.1f} | {ratio:.3g} | {seed} |"
         )
     rhat = {k: float(np.max(v)) for k, v in info["rhat"].items()}
     md = (
@@ -58,9 +61,8 @@ def main():
         "DPreMCMCp4's chains run off to α far above α_true, each at its own pace: model (5) is degenerate "
         "(`results/remcmc_degeneracy.md`), so its time is that of a chain with no stationary answer."
     )
-    write_results(
-        "compositional_method_times", {"rows": rows, "datasets": r, "scale": scale, "rhat": rhat}, md
-    )
+    command = shlex.join(["python", "benchmarks/compositional_method_times.py", *sys.argv[1:]])
+    write_results(args.name, {"rows": rows, "datasets": r, "scale": scale, "rhat": rhat}, md, command)
 
 
 if __name__ == "__main__":

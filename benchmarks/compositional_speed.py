@@ -19,9 +19,14 @@ the scan, 70–100 ns per record for a whole iteration on Normal records. The sc
 statistic costs the same tens of ns; a Dirichlet proposal costs d Gamma variates, and a Gamma variate
 costs ~20–35 ns on this CPU: two threefry words (~7 ns each through XLA on 2 cores) plus the rejection
 rounds' whole-array passes. The proposals are most of the sweep.
+With ``--chains C`` (C > 1) every measurement runs C chains vmapped and reports ns per record update
+per chain, the cost that a GPU-batched simulation study pays. ``--work-scale`` scales the number of
+timed iterations (a GPU's scan steps cost microseconds each, so fewer are timed there).
 """
 
 import argparse
+import shlex
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -40,34 +45,35 @@ PARTS = [3, 5]
 A, EPS1 = 1e-3, 0.375
 
 
-def _loop_ns(step, n, iters):
-    """ns per record of ``iters`` compiled calls of ``step(key) -> array``, each summed (so nothing is
-    left out by dead-code elimination)."""
-    run = jax.jit(
-        lambda c: lax.fori_loop(
-            0, iters, lambda i, c: c + jnp.sum(step(jax.random.fold_in(jax.random.key(0), i))), c
-        )
-    )
-    return 1e9 * best_time(run, 0.0) / (iters * n)
+def _iterations(n, work):
+    return max(2, int(work // n))
 
 
-def part_ns(n, d, mode):
+def _loop_ns(step, n, iters, chains):
+    """ns per record per chain of ``iters`` compiled calls of ``step(key) -> array`` on each of
+    ``chains`` vmapped chains, each summed (so nothing is left out by dead-code elimination)."""
+    loop = lambda k: lax.fori_loop(0, iters, lambda i, c: c + jnp.sum(step(jax.random.fold_in(k, i))), 0.0)
+    keys = jax.random.split(jax.random.key(0), chains)
+    return 1e9 * best_time(jax.jit(jax.vmap(loop)), keys) / (iters * n * chains)
+
+
+def part_ns(n, d, mode, chains, work_scale):
     """The sweep's two parts on their own: the proposals and their statistics, or the scan."""
     alpha = jnp.linspace(2.0, 4.0, d)
-    iters = max(10, int(2e6 // n))
+    iters = _iterations(n, 2e6 * work_scale)
     if mode == "proposals":
         step = lambda key: jnp.log(jnp.maximum(dirichlet(key, alpha, (n,)), A)) / n
-        return _loop_ns(step, n, iters)
+        return _loop_ns(step, n, iters, chains)
     t_old = jnp.log(jnp.maximum(dirichlet(jax.random.key(1), alpha, (n,)), A)) / n
     t_new = jnp.log(jnp.maximum(dirichlet(jax.random.key(2), alpha, (n,)), A)) / n
     scale = -d * jnp.log(A) / (n * EPS1)
     noise = lambda r: -jnp.abs(r) / scale
     residual = 0.3 * scale * jnp.ones(d)
     step = lambda key: record_sweep(key, [t_old], [t_new], [residual], [noise]).residuals[0]
-    return _loop_ns(step, n, iters)
+    return _loop_ns(step, n, iters, chains)
 
 
-def iteration_ns(n, d, mode):
+def iteration_ns(n, d, mode, chains, work_scale):
     alpha = jnp.linspace(2.0, 4.0, d)
     held = lambda key, records, params: {"alpha": params["alpha"]}  # α held: the iteration is the sweep
     if mode in ("nuts", "moves"):
@@ -77,37 +83,35 @@ def iteration_ns(n, d, mode):
         kernel = DataAugmentationKernel(dirichlet_mean_log, theta_update=held, noncentred_moves=0)
     release = jnp.log(jnp.maximum(alpha / alpha.sum(), A))  # a plausible S_L
     args = (n, A, EPS1, release)
-    iters = max(5, int(2e5 // n)) if mode in ("nuts", "moves") else max(10, int(2e6 // n))
-    init = {"alpha": alpha}
+    work = 2e5 if mode in ("nuts", "moves") else 2e6
+    iters = _iterations(n, work * work_scale)
+    key, init = jax.random.key(0), {"alpha": alpha}
+    if chains > 1:  # the kernel's own vectorised chains, as numpyro.infer.MCMC(chain_method="vectorized")
+        key, init = jax.random.split(key, chains), {"alpha": jnp.broadcast_to(alpha, (chains, d))}
 
     plain = da.fast_sampling
     if mode == "jax":
         da.fast_sampling = lambda model: model
     try:
-        state = kernel.init(jax.random.key(0), 0, init, args, {})  # eager: init_params are checked
+        state = kernel.init(key, 0, init, args, {})  # eager: init_params are checked
         run = jax.jit(lambda s: lax.fori_loop(0, iters, lambda i, s: kernel.sample(s, args, {}), s))
         total = best_time(run, state)
     finally:
         da.fast_sampling = plain
-    return 1e9 * total / (iters * n)
+    return 1e9 * total / (iters * n * chains)
 
 
-def main(sizes):
-    rows = []
-    for d in PARTS:
-        for n in sizes:
-            row = {"d": d, "n": n}
-            for label, timer, mode in [
-                ("sweep", iteration_ns, "held"),
-                ("proposals alone", part_ns, "proposals"),
-                ("scan alone", part_ns, "scan"),
-                ("sweep, jax.random.dirichlet", iteration_ns, "jax"),
-                ("iteration (NUTS α-step)", iteration_ns, "nuts"),
-                ("iteration + 5 α-moves", iteration_ns, "moves"),
-            ]:
-                row[label] = timer(n, d, mode)
-            print(row, flush=True)
-            rows.append(row)
+MODES = {
+    "sweep": (iteration_ns, "held"),
+    "proposals alone": (part_ns, "proposals"),
+    "scan alone": (part_ns, "scan"),
+    "sweep, jax.random.dirichlet": (iteration_ns, "jax"),
+    "iteration (NUTS α-step)": (iteration_ns, "nuts"),
+    "iteration + 5 α-moves": (iteration_ns, "moves"),
+}
+
+
+def write_table(rows, work_scale, name, command):
     cols = list(rows[0])
     md = [
         "# DPMCMC on Dirichlet records: ns per record update",
@@ -118,13 +122,36 @@ def main(sizes):
         "|" + "---|" * len(cols),
     ]
     md += [
-        "| " + " | ".join(f"{r[c]:.0f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |"
+        "| " + " | ".join(f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |"
         for r in rows
     ]
-    write_results("compositional_speed", {"rows": rows}, "\n".join(md))
+    write_results(name, {"rows": rows, "work_scale": work_scale}, "\n".join(md), command)
+
+
+def main(sizes, parts, chain_counts, modes, work_scale, name, command):
+    rows = []
+    for chains in chain_counts:
+        for d in parts:
+            for n in sizes:
+                row = {"chains": chains, "d": d, "n": n}
+                for label in modes:
+                    timer, mode = MODES[label]
+                    row[label] = timer(n, d, mode, chains, work_scale)
+                print(row, flush=True)
+                rows.append(row)
+                write_table(rows, work_scale, name, command)  # after each row: a run cut short keeps it
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--sizes", type=int, nargs="*", default=SIZES)
-    main(p.parse_args().sizes)
+    p.add_argument("--parts", type=int, nargs="*", default=PARTS)
+    p.add_argument(
+        "--chains", type=int, nargs="*", default=[1], help="vmapped chains (a list: one table row each)"
+    )
+    p.add_argument("--modes", nargs="*", default=list(MODES), choices=list(MODES))
+    p.add_argument("--work-scale", type=float, default=1.0, help="scales the number of timed iterations")
+    p.add_argument("--name", default="compositional_speed", help="results/<name>.{md,json}")
+    a = p.parse_args()
+    command = shlex.join(["python", "benchmarks/compositional_speed.py", *sys.argv[1:]])
+    main(a.sizes, a.parts, a.chains, a.modes, a.work_scale, a.name, command)
