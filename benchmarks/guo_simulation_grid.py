@@ -241,10 +241,14 @@ def main():
         "",
         markdown_table(done),
         "",
-        f"Not yet run ({len(missing)}): "
-        + ", ".join(f"{r.α} n={r.n} ε={r.ε:g}" for r in missing.itertuples())
-        + ". Each is `python benchmarks/guo_simulation_part.py --alpha A --n N --eps E --tag TAG`, "
-        "then this script.",
+        (
+            f"Not yet run ({len(missing)}): "
+            + ", ".join(f"{r.α} n={r.n} ε={r.ε:g}" for r in missing.itertuples())
+            + ". Each is `python benchmarks/guo_simulation_part.py --alpha A --n N --eps E --tag TAG`, "
+            "then this script."
+            if len(missing)
+            else f"Every cell of the grid has been run ({len(done)})."
+        ),
         "",
         "![guo_simulation_grid.png](guo_simulation_grid.png)",
     ]
