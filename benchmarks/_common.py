@@ -2,6 +2,8 @@
 
 import json
 import platform
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -19,13 +21,13 @@ def machine() -> str:
 
 def write_results(name: str, payload: dict, markdown: str, command: str | None = None) -> None:
     """Write ``results/<name>.json`` and ``results/<name>.md`` (markdown table + provenance; ``command``:
-    the command that made them, by default ``python benchmarks/<name>.py``)."""
+    the command that made them, by default this process's own: ``python benchmarks/<script> <args>``)."""
     RESULTS.mkdir(exist_ok=True)
     payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), **payload}
     (RESULTS / f"{name}.json").write_text(
         json.dumps(payload, indent=2, default=lambda o: np.asarray(o).tolist())
     )
-    command = command or f"python benchmarks/{name}.py"
+    command = command or shlex.join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}; `{command}`._\n"
     (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
 

@@ -11,8 +11,6 @@ chain methods cost in proportion, so their full-length time is about 1/f × thei
 """
 
 import argparse
-import shlex
-import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -61,8 +59,7 @@ def main():
         "DPreMCMCp4's chains run off to α far above α_true, each at its own pace: model (5) is degenerate "
         "(`results/remcmc_degeneracy.md`), so its time is that of a chain with no stationary answer."
     )
-    command = shlex.join(["python", "benchmarks/compositional_method_times.py", *sys.argv[1:]])
-    write_results(args.name, {"rows": rows, "datasets": r, "scale": scale, "rhat": rhat}, md, command)
+    write_results(args.name, {"rows": rows, "datasets": r, "scale": scale, "rhat": rhat}, md)
 
 
 if __name__ == "__main__":

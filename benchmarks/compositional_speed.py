@@ -25,8 +25,6 @@ timed iterations (a GPU's scan steps cost microseconds each, so fewer are timed 
 """
 
 import argparse
-import shlex
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -111,7 +109,7 @@ MODES = {
 }
 
 
-def write_table(rows, work_scale, name, command):
+def write_table(rows, work_scale, name):
     cols = list(rows[0])
     md = [
         "# DPMCMC on Dirichlet records: ns per record update",
@@ -125,10 +123,10 @@ def write_table(rows, work_scale, name, command):
         "| " + " | ".join(f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |"
         for r in rows
     ]
-    write_results(name, {"rows": rows, "work_scale": work_scale}, "\n".join(md), command)
+    write_results(name, {"rows": rows, "work_scale": work_scale}, "\n".join(md))
 
 
-def main(sizes, parts, chain_counts, modes, work_scale, name, command):
+def main(sizes, parts, chain_counts, modes, work_scale, name):
     rows = []
     for chains in chain_counts:
         for d in parts:
@@ -139,7 +137,7 @@ def main(sizes, parts, chain_counts, modes, work_scale, name, command):
                     row[label] = timer(n, d, mode, chains, work_scale)
                 print(row, flush=True)
                 rows.append(row)
-                write_table(rows, work_scale, name, command)  # after each row: a run cut short keeps it
+                write_table(rows, work_scale, name)  # after each row: a run cut short keeps it
 
 
 if __name__ == "__main__":
@@ -153,5 +151,4 @@ if __name__ == "__main__":
     p.add_argument("--work-scale", type=float, default=1.0, help="scales the number of timed iterations")
     p.add_argument("--name", default="compositional_speed", help="results/<name>.{md,json}")
     a = p.parse_args()
-    command = shlex.join(["python", "benchmarks/compositional_speed.py", *sys.argv[1:]])
-    main(a.sizes, a.parts, a.chains, a.modes, a.work_scale, a.name, command)
+    main(a.sizes, a.parts, a.chains, a.modes, a.work_scale, a.name)

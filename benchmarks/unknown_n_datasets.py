@@ -11,7 +11,6 @@ releases per cell; a run with other than the defaults writes ``unknown_n_dataset
 """
 
 import argparse
-import sys
 
 import jax
 import numpy as np
@@ -90,9 +89,7 @@ def main():
     payload = {"rows": rows, "eps_n_rows": cells, "replicates": reps, "iterations": ITERATIONS}
     default = datasets == DATASETS and reps == REPLICATES
     name = "unknown_n_datasets" if default else f"unknown_n_datasets_{reps}x{'-'.join(map(str, datasets))}"
-    write_results(
-        name, payload, md, command=" ".join(["python benchmarks/unknown_n_datasets.py", *sys.argv[1:]])
-    )
+    write_results(name, payload, md)
 
 
 if __name__ == "__main__":
