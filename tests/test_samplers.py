@@ -1,6 +1,7 @@
 """dpjax.infer.samplers: the whole-array-round samplers have exactly the Gamma, Dirichlet, Beta and
 Poisson laws (KS and χ² tests against scipy, moment z-tests), including the redraw rounds and the
-fallback to jax.random.poisson; the handler swaps sites without changing their log densities."""
+fallback to jax.random.poisson; the uniform and normal draws come from jax's own threefry words; the
+handler swaps sites without changing their log densities."""
 
 import jax
 import jax.numpy as jnp
@@ -139,8 +140,8 @@ def test_fast_sampling_swaps_sites_and_keeps_log_densities():
     values = {k: tr[k]["value"] for k in ["a", "x", "b", "k", "y"]}
     plain = handlers.trace(handlers.condition(model, data=values)).get_trace()
     names = {k: type(s["fn"]).__name__ for k, s in tr.items()}
-    assert names["a"] == "_Gamma" and names["y"] == "Normal"
-    for k in ["x", "b", "k"]:
+    assert names["a"] == "_Gamma" and names["y"] == "_Normal"
+    for k in ["x", "b", "k", "y"]:
         base = tr[k]["fn"].base_dist if isinstance(tr[k]["fn"], dist.ExpandedDistribution) else tr[k]["fn"]
         assert type(base).__name__.startswith("_"), (k, type(base))
     for k, v in values.items():
@@ -164,3 +165,59 @@ def test_invalid_concentrations_give_nan_without_hanging():
     assert np.isnan(x[:4]).all() and np.isfinite(x[4:]).all()
     d = np.asarray(samplers.dirichlet(jax.random.key(15), jnp.array([[1.0, jnp.nan], [1.0, 2.0]])))
     assert np.isnan(d[0]).all() and np.allclose(d[1].sum(), 1.0)
+
+
+# --- random bits: threefry with the rounds unrolled -----------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 10, 4096])
+def test_threefry_words_are_jaxs_threefry(n):
+    from jax.extend.random import threefry_2x32
+
+    data = jax.random.key_data(jax.random.key(11))
+    expected = threefry_2x32(data, jnp.arange(n, dtype=jnp.uint32))
+    np.testing.assert_array_equal(samplers._threefry_words(data, n), expected)
+
+
+def test_uniform_and_normal_laws_and_ranges():
+    u = np.asarray(samplers.uniform(jax.random.key(12), (N,)))
+    assert u.dtype == np.float32 and u.min() >= 0 and u.max() < 1
+    assert stats.kstest(u, "uniform").pvalue > P_MIN
+    z = np.asarray(samplers.normal(jax.random.key(13), (N,)), np.float64)
+    assert np.all(np.isfinite(z)) and stats.kstest(z, "norm").pvalue > P_MIN
+    # odd sizes and several dimensions: the words are cut, not reused
+    w = np.asarray(samplers.uniform(jax.random.key(14), (3, 5, 7)))
+    assert w.shape == (3, 5, 7) and np.unique(w).size == w.size
+
+
+def test_uniform_keys_raw_typed_vmapped_and_other_impls():
+    typed, raw = jax.random.key(15), jax.random.PRNGKey(15)
+    np.testing.assert_array_equal(samplers.uniform(typed, (9,)), samplers.uniform(raw, (9,)))
+    np.testing.assert_array_equal(samplers.uniform(typed, (9,)), samplers.uniform(typed, (9,)))
+    keys = jax.random.split(typed, 3)
+    batched = jax.vmap(lambda k: samplers.normal(k, (4,)))(keys)
+    for k, row in zip(keys, batched):
+        np.testing.assert_array_equal(row, samplers.normal(k, (4,)))
+    # an rbg key and float16 go to jax.random (same draws as it)
+    rbg = jax.random.key(15, impl="rbg")
+    np.testing.assert_array_equal(samplers.uniform(rbg, (5,)), jax.random.uniform(rbg, (5,)))
+    np.testing.assert_array_equal(
+        samplers.normal(typed, (5,), jnp.float16), jax.random.normal(typed, (5,), jnp.float16)
+    )
+
+
+@pytest.mark.parametrize("fraction_left", [0.0, 0.03, 0.5, 1.0])
+def test_first_unfinished_is_nonzero(fraction_left):
+    ok = jax.random.uniform(jax.random.key(16), (1001,)) >= fraction_left
+    for m in (1, 62, 1001):
+        expected = jnp.nonzero(~ok, size=m, fill_value=ok.size)[0]
+        np.testing.assert_array_equal(samplers._first_unfinished(ok, m), expected)
+
+
+def test_fast_normal_site_law():
+    fn = samplers.fast_distribution(dist.Normal(jnp.array([1.0, -2.0]), jnp.array([0.5, 3.0])))
+    assert type(fn).__name__ == "_Normal"
+    x = np.asarray(fn.sample(jax.random.key(17), (N // 2,)), np.float64)
+    assert x.shape == (N // 2, 2)
+    assert stats.kstest(x[:, 0], stats.norm(1.0, 0.5).cdf).pvalue > P_MIN
+    assert stats.kstest(x[:, 1], stats.norm(-2.0, 3.0).cdf).pvalue > P_MIN

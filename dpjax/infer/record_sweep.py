@@ -14,7 +14,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax, random
+from jax import lax
+
+from .samplers import uniform
 
 __all__ = ["SweepResult", "accept_records", "record_sweep"]
 
@@ -73,7 +75,7 @@ def record_sweep(
         res = tuple(jnp.where(accept, a, b) for a, b in zip(res_star, res))
         return (res, jnp.where(accept, logp_star, logp)), (accept, log_alpha)
 
-    log_u = jnp.log(random.uniform(rng_key, (n,)))
+    log_u = jnp.log(uniform(rng_key, (n,)))
     init = (residuals, log_eta(residuals))
     (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u))
     accepted = accepted & active

@@ -1,5 +1,9 @@
-"""Exact Gamma, Dirichlet, Beta and Poisson samplers that run as whole-array rounds, for the engines'
-batched proposals.
+"""Exact Normal, uniform, Gamma, Dirichlet, Beta and Poisson samplers for the engines' batched
+proposals and sweeps.
+
+Random bits: ``jax.random`` lowers threefry's rounds rolled on CPU; :func:`uniform` and :func:`normal`
+compute the same threefry words with the rounds unrolled (3 against 11 ns per 32-bit draw on a 2-core
+CPU) and make float32 draws from them as ``jax.random`` does.
 
 ``jax.random.gamma`` splits a key per element and runs a vmapped rejection ``while_loop`` per element:
 measured on a 2-core CPU at 1.2 M draws/s against 110 M/s for ``jax.random.normal``, so Gamma-based
@@ -10,10 +14,11 @@ leaves unfinished are redrawn in later rounds on a small gathered buffer. Every 
 accepted candidate of its own i.i.d. sequence, so the laws are exactly those of the rejection samplers;
 the draws differ from ``jax.random``'s (same key → same draws still holds).
 
-``fast_sampling`` is the NumPyro handler that swaps a model's ``Gamma``, ``Dirichlet``, ``Beta`` and
-``Poisson`` sites (also when a plate expanded them) for these; log densities are unchanged.
+``fast_sampling`` is the NumPyro handler that swaps a model's ``Normal``, ``Gamma``, ``Dirichlet``,
+``Beta`` and ``Poisson`` sites (also when a plate expanded them) for these; log densities are unchanged.
 """
 
+import math
 from functools import partial
 
 import jax
@@ -29,13 +34,91 @@ POISSON_WHOLE_ROUNDS = 12  # search steps over the whole array before the rest i
 POISSON_INVERSION_MAX_K = 80  # P(Pois(10) > 80) < 1e-40; an element still searching there falls back
 
 
+_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry_words(key_data, n):
+    """The n words ``jax.extend.random.threefry_2x32(key_data, arange(n))`` returns (n even), computed
+    with the rounds unrolled: jax lowers them rolled on CPU, ~2.5× slower (7 against 3 ns per word)."""
+    k0, k1 = key_data[0], key_data[1]
+    ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
+    x0 = lax.iota(jnp.uint32, n // 2)
+    x0, x1 = x0 + ks[0], x0 + jnp.uint32(n // 2) + ks[1]
+    for i in range(5):
+        for r in _THREEFRY_ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = ((x1 << jnp.uint32(r)) | (x1 >> jnp.uint32(32 - r))) ^ x0
+        x0, x1 = x0 + ks[(i + 1) % 3], x1 + ks[(i + 2) % 3] + jnp.uint32(i + 1)
+    return jnp.concatenate([x0, x1])
+
+
+def _threefry_key_data(key):
+    """A single threefry key's two words (typed, or raw under the default threefry impl), else None."""
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return random.key_data(key) if str(random.key_impl(key)) == "threefry2x32" else None
+    raw = key.dtype == jnp.uint32 and key.shape == (2,)
+    return key if raw and jax.config.jax_default_prng_impl == "threefry2x32" else None
+
+
+def uniform(key, shape, dtype=None):
+    """U ~ Uniform[0, 1) of the given shape, as ``jax.random.uniform`` makes it (23 random mantissa
+    bits) from threefry words computed with the rounds unrolled: 3 against 11 ns per draw on a 2-core
+    CPU. Other dtypes than float32 and keys of other impls go to ``jax.random.uniform``.
+    The draws differ from ``jax.random.uniform``'s; same key → same draws.
+
+    >>> import jax
+    >>> u = uniform(jax.random.key(0), (100_000,))
+    >>> bool((u >= 0).all() & (u < 1).all() & (abs(u.mean() - 0.5) < 0.005))
+    True
+    """
+    shape, key_data, dtype = tuple(shape), _threefry_key_data(key), jnp.result_type(dtype or float)
+    if dtype != jnp.float32 or key_data is None:
+        return random.uniform(key, shape, dtype)
+    n = math.prod(shape)
+    bits = _threefry_words(key_data, n + n % 2)[:n]
+    one_to_two = lax.bitcast_convert_type((bits >> jnp.uint32(9)) | jnp.uint32(0x3F800000), jnp.float32)
+    return (one_to_two - 1).reshape(shape)
+
+
+def normal(key, shape, dtype=None):
+    """Z ~ N(0, 1) of the given shape, as ``jax.random.normal`` makes it (√2 erf⁻¹ of a uniform on
+    (-1, 1)) from :func:`uniform`'s draws.
+
+    >>> import jax
+    >>> z = normal(jax.random.key(0), (100_000,))
+    >>> bool((abs(z.mean()) < 0.01) & (abs(z.std() - 1) < 0.01))
+    True
+    """
+    dtype = jnp.result_type(dtype or float)
+    if dtype != jnp.float32 or _threefry_key_data(key) is None:
+        return random.normal(key, shape, dtype)
+    lo = jnp.nextafter(jnp.float32(-1), jnp.float32(0))
+    u = jnp.maximum(lo, uniform(key, shape) * (1 - lo) + lo)
+    return jnp.float32(math.sqrt(2)) * lax.erf_inv(u)
+
+
+def _first_unfinished(ok, m, block=32):
+    """``jnp.nonzero(~ok, size=m, fill_value=ok.size)[0]``, by a blocked prefix count and a scatter:
+    ~2× faster on CPU, where XLA's cumsum over the whole array costs ~11 ns per element."""
+    n = ok.size
+    todo = jnp.pad((~ok).astype(jnp.int32), (0, -n % block)).reshape(-1, block)
+    shift = 1
+    while shift < block:  # inclusive prefix count within each block, in log₂(block) fused passes
+        todo = todo + jnp.pad(todo[:, :-shift], ((0, 0), (shift, 0)))
+        shift *= 2
+    before = jnp.cumsum(todo[:, -1]) - todo[:, -1]  # unfinished elements in the earlier blocks
+    rank = (todo + before[:, None]).reshape(-1)[:n] - 1
+    slot = jnp.where(ok, m, rank)  # m: out of range, dropped
+    return jnp.full(m, n, jnp.int32).at[slot].set(lax.iota(jnp.int32, n), mode="drop")
+
+
 def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4):
     """Repeat ``draw(key, idx, tries) -> (ok, value)``, each of shape ``(tries, idx.size)`` (or
     ``(idx.size,)`` for a draw that is the same every try), on the elements not yet ``ok`` until all
     are: each round gathers up to ``n // fraction`` of them (more rounds when more are left; a buffer
     32 times smaller when that holds them all), has its own key and offers each element ``tries``
-    candidates, keeping its first accepted one. Finding the elements costs a scan of the whole array
-    (~5 ns per element on CPU), hence several tries per round. Under ``vmap`` the ``lax.cond`` runs
+    candidates, keeping its first accepted one. Finding the elements costs a pass over the whole
+    array (~10 ns per element on CPU), hence several tries per round. Under ``vmap`` the ``lax.cond`` runs
     both buffer sizes, the small one at a 32nd of the cost."""
     n = ok.size
     big = max(1, n // fraction)
@@ -43,7 +126,7 @@ def _redraw(key, ok, value, draw, fraction=REDRAW_FRACTION, tries=4):
 
     def gathered(m):
         def run(i, ok, value):
-            (idx,) = jnp.nonzero(~ok, size=m, fill_value=n)  # n: an out-of-range slot, dropped
+            idx = _first_unfinished(ok, m)  # n in the slots past the last: out of range, dropped
             got, v = draw(random.fold_in(key, i), jnp.minimum(idx, n - 1), tries)
             got, v = jnp.broadcast_to(got, (tries, m)), jnp.broadcast_to(v, (tries, m))
             first = jnp.argmax(got, axis=0)
@@ -97,8 +180,8 @@ def log_gamma(key, concentration, shape=None):
             ia, di, ci, size = inv_a, d, c, (n,)
         else:
             ia, di, ci, size = inv_a[idx], d[idx], c[idx], (tries, idx.size)
-        x = random.normal(kx, size, dtype)
-        log_u = jnp.log1p(-random.uniform(ku, size, dtype))  # log of a uniform on (0, 1]
+        x = normal(kx, size, dtype)
+        log_u = jnp.log1p(-uniform(ku, size, dtype))  # log of a uniform on (0, 1]
         v = 1 + ci * x
         log_v3 = 3 * jnp.log(jnp.where(v > 0, v, 1))
         log_h = 0.5 * x * x + di * (1 - v * v * v + log_v3)  # log P(accept | x), ≤ 0
@@ -140,8 +223,8 @@ def _ptrs_attempt(key, lam, dtype):
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
     v_r = 0.9277 - 3.6224 / (b - 2)
-    u = random.uniform(k_u, lam.shape, lam.dtype) - 0.5
-    v = random.uniform(k_v, lam.shape, lam.dtype)
+    u = uniform(k_u, lam.shape, lam.dtype) - 0.5
+    v = uniform(k_v, lam.shape, lam.dtype)
     us = 0.5 - jnp.abs(u)
     k = jnp.floor((2 * a / us + b) * u + lam + 0.43)
     s = jnp.log(v * inv_alpha / (a / (us * us) + b))
@@ -169,7 +252,7 @@ def poisson(key, rate, shape=None, dtype=jnp.int32):
     k_inv, k_more, k_rest = random.split(key, 3)
     valid = (lam >= 0) & jnp.isfinite(lam)  # NaN, negative or inf: jax.random.poisson's value
     small = valid & (lam < POISSON_INVERSION_MAX_RATE)
-    u = random.uniform(k_inv, (n,), ftype)
+    u = uniform(k_inv, (n,), ftype)
 
     def step(u, lam, k, p, cdf):  # one step of the sequential search from (k, P(k), P(≤ k))
         go = u > cdf
@@ -223,15 +306,23 @@ class _Beta(dist.Beta):
         return _Dirichlet(self._dirichlet.concentration).sample(key, sample_shape)[..., 0]
 
 
+class _Normal(dist.Normal):
+    def sample(self, key, sample_shape=()):
+        shape = tuple(sample_shape) + self.batch_shape
+        return self.loc + self.scale * normal(key, shape)
+
+
 class _Poisson(dist.Poisson):
     def sample(self, key, sample_shape=()):
         return poisson(key, self.rate, tuple(sample_shape) + self.batch_shape)
 
 
 def fast_distribution(fn):
-    """``fn`` with the samplers above where it is (or expands, or reinterprets) a Gamma, Dirichlet, Beta
-    or Poisson; any other distribution is returned as it is."""
+    """``fn`` with the samplers above where it is (or expands, or reinterprets) a Normal, Gamma,
+    Dirichlet, Beta or Poisson; any other distribution is returned as it is."""
     t = type(fn)
+    if t is dist.Normal:
+        return _Normal(fn.loc, fn.scale)
     if t is dist.Gamma:
         return _Gamma(fn.concentration, fn.rate)
     if t is dist.Dirichlet:
@@ -250,8 +341,8 @@ def fast_distribution(fn):
 
 
 class fast_sampling(Messenger):
-    """Draw the model's Gamma, Dirichlet, Beta and Poisson sites with this module's samplers (same laws,
-    same log densities; different draws from ``jax.random``'s).
+    """Draw the model's Normal, Gamma, Dirichlet, Beta and Poisson sites with this module's samplers
+    (same laws, same log densities; different draws from ``jax.random``'s).
 
     >>> import jax, numpyro, numpyro.distributions as dist
     >>> from numpyro import handlers
@@ -267,4 +358,13 @@ class fast_sampling(Messenger):
             msg["fn"] = fast_distribution(msg["fn"])
 
 
-__all__ = ["dirichlet", "fast_distribution", "fast_sampling", "gamma", "log_gamma", "poisson"]
+__all__ = [
+    "dirichlet",
+    "fast_distribution",
+    "fast_sampling",
+    "gamma",
+    "log_gamma",
+    "normal",
+    "poisson",
+    "uniform",
+]

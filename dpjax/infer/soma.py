@@ -25,6 +25,8 @@ import jax.numpy as jnp
 from jax import lax, random
 from jax.scipy.special import logsumexp
 
+from .samplers import uniform
+
 __all__ = ["SomaResult", "place_records", "soma_sweep"]
 
 
@@ -81,7 +83,7 @@ def soma_sweep(
         return (res, logp, t_cur, source), alpha
 
     keys = random.split(rng_key, n + 1)
-    log_u = jnp.log(random.uniform(keys[0], (n,)))
+    log_u = jnp.log(uniform(keys[0], (n,)))
     init = (residuals, log_eta(residuals), tuple(t_old), jnp.full(n, -1))
     # as many offers as active records (the plain sweep's count of updates)
     made = jnp.arange(n) < jnp.sum(active)
