@@ -156,21 +156,24 @@ def test_dirichlet_noise_is_wilson_hilferty_of_shape_raised_gamma_parts():
     from dpjax.infer.noncentred import DIRICHLET_SHAPE_STEPS as M
     from dpjax.infer.noncentred import _dirichlet_log_density, _from_noise
 
+    # 15 KS tests: n = 10⁵ and p > 10⁻⁴ each (a family-wise false alarm of ~0.15 %, and half the
+    # KS distance that n = 2·10⁴ at 10⁻³ could see)
+    n = 100_000
     alpha = np.array([0.3, 3.3, 40.0])
     fn = dist.Dirichlet(jnp.array(alpha))
-    x = fn.sample(jax.random.key(0), (20000,))
+    x = fn.sample(jax.random.key(0), (n,))
     u = np.asarray(_to_noise(jax.random.key(1), fn, x), float)
-    assert u.shape == (20000, 3, 1 + M)
+    assert u.shape == (n, 3, 1 + M)
     np.testing.assert_allclose(np.asarray(_from_noise(fn, jnp.asarray(u), x.dtype)), x, rtol=2e-4, atol=1e-6)
     shape = alpha + M
     a, b = 1 - 1 / (9 * shape), 1 / (3 * np.sqrt(shape))
     for j in range(3):
         cdf = lambda v, j=j: stats.gamma.cdf(shape[j] * np.maximum(a[j] + b[j] * v, 0) ** 3, shape[j])
-        assert stats.kstest(u[:, j, 0], cdf).pvalue > 1e-3, j
+        assert stats.kstest(u[:, j, 0], cdf).pvalue > 1e-4, j
         for i in range(M):
-            assert stats.kstest(np.exp(u[:, j, 1 + i]), "uniform").pvalue > 1e-3, (j, i)
-    flat = u.reshape(20000, -1)
-    assert np.all(np.abs(np.corrcoef(flat.T)[np.triu_indices(flat.shape[1], 1)]) < 0.03)
+            assert stats.kstest(np.exp(u[:, j, 1 + i]), "uniform").pvalue > 1e-4, (j, i)
+    flat = u.reshape(n, -1)
+    assert np.all(np.abs(np.corrcoef(flat.T)[np.triu_indices(flat.shape[1], 1)]) < 0.015)  # sd 0.0032
     # the density of z: Σⱼ log Gamma(G_m,ⱼ | αⱼ + m) + log dG_m,ⱼ/dzⱼ (the uniforms' is α-free)
     g = shape * (a + b * u[:5, :, 0]) ** 3
     expected = np.sum(stats.gamma.logpdf(g, shape) + np.log(3 * shape * b * (a + b * u[:5, :, 0]) ** 2), -1)
@@ -236,7 +239,9 @@ def test_dirichlet_moves_target_carries_the_noise_density(monkeypatch):
             + mech.log_density(s, jnp.log(recs).sum(0)).sum()
         )
 
-    other = flat + jnp.array([0.5, -0.3, 0.25])
+    # a move that raises every α: x(α, u) needs w = a(α) + b(α) z > 0, and a/b grows with α, so every
+    # record stays defined (a part lowered from α = 0.6 leaves it for the ~3 % of records with G < 0.003)
+    other = flat + jnp.array([0.5, 0.3, 0.25])
     np.testing.assert_allclose(
         float(target(other)[0] - target(flat)[0]), float(by_hand(other) - by_hand(flat)), rtol=1e-4, atol=1e-3
     )
