@@ -212,6 +212,7 @@ def test_first_unfinished_is_nonzero(fraction_left):
     for m in (1, 62, 1001):
         expected = jnp.nonzero(~ok, size=m, fill_value=ok.size)[0]
         np.testing.assert_array_equal(samplers._first_unfinished(ok, m), expected)
+    np.testing.assert_array_equal(samplers.count_true(ok), jnp.cumsum(ok))
 
 
 def test_fast_normal_site_law():

@@ -26,7 +26,7 @@ from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
 from ..primitives import INFER_KEY, SiteRoles, depends_on, record_statistics, simulate, site_roles
-from .samplers import fast_distribution, fast_sampling
+from .samplers import count_true, fast_distribution, fast_sampling, uniform
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
 
@@ -522,8 +522,8 @@ def exact_abc(
                     _, values, _, log_eta = batch(k_sim, batch_size, a, kw, placeholders)
                 else:  # one key per proposal
                     values, log_eta = jax.vmap(sim)(random.split(k_sim, batch_size))
-                accept = jnp.log(random.uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
-                slot = jnp.where(accept, count + jnp.cumsum(accept) - 1, num_samples)  # out of range: dropped
+                accept = jnp.log(uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
+                slot = jnp.where(accept, count + count_true(accept) - 1, num_samples)  # out of range: dropped
                 buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buffer, values)
                 n_acc = jnp.sum(accept)
                 return key, buffer, count + n_acc, batches + 1, accepted_total + n_acc

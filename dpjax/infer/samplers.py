@@ -97,18 +97,25 @@ def normal(key, shape, dtype=None):
     return jnp.float32(math.sqrt(2)) * lax.erf_inv(u)
 
 
-def _first_unfinished(ok, m, block=32):
-    """``jnp.nonzero(~ok, size=m, fill_value=ok.size)[0]``, by a blocked prefix count and a scatter:
-    ~2× faster on CPU, where XLA's cumsum over the whole array costs ~11 ns per element."""
-    n = ok.size
-    todo = jnp.pad((~ok).astype(jnp.int32), (0, -n % block)).reshape(-1, block)
+def count_true(mask, block=32):
+    """``jnp.cumsum(mask)`` of a 1-d boolean array, as int32, in blocks: XLA's CPU cumsum over a whole
+    array costs ~11 ns per element, this ~2× less (a prefix within each block in log₂(block) fused
+    passes, then a cumsum of the block totals)."""
+    n = mask.size
+    counts = jnp.pad(mask.astype(jnp.int32), (0, -n % block)).reshape(-1, block)
     shift = 1
-    while shift < block:  # inclusive prefix count within each block, in log₂(block) fused passes
-        todo = todo + jnp.pad(todo[:, :-shift], ((0, 0), (shift, 0)))
+    while shift < block:
+        counts = counts + jnp.pad(counts[:, :-shift], ((0, 0), (shift, 0)))
         shift *= 2
-    before = jnp.cumsum(todo[:, -1]) - todo[:, -1]  # unfinished elements in the earlier blocks
-    rank = (todo + before[:, None]).reshape(-1)[:n] - 1
-    slot = jnp.where(ok, m, rank)  # m: out of range, dropped
+    before = jnp.cumsum(counts[:, -1]) - counts[:, -1]  # in the earlier blocks
+    return (counts + before[:, None]).reshape(-1)[:n]
+
+
+def _first_unfinished(ok, m):
+    """``jnp.nonzero(~ok, size=m, fill_value=ok.size)[0]`` by :func:`count_true` and a scatter (~2×
+    faster on CPU)."""
+    n = ok.size
+    slot = jnp.where(ok, m, count_true(~ok) - 1)  # m: out of range, dropped
     return jnp.full(m, n, jnp.int32).at[slot].set(lax.iota(jnp.int32, n), mode="drop")
 
 
@@ -359,6 +366,7 @@ class fast_sampling(Messenger):
 
 
 __all__ = [
+    "count_true",
     "dirichlet",
     "fast_distribution",
     "fast_sampling",
