@@ -17,8 +17,9 @@ One DataAugmentationKernel iteration on ``dpjax.models.dirichlet_mean_log`` (d p
 The plain sweep on a low-dimensional statistic (``sweep_speed.py``) is the reference: tens of ns for
 the scan, 70–100 ns per record for a whole iteration on Normal records. The scan on a d-part Dirichlet
 statistic costs the same tens of ns; a Dirichlet proposal costs d Gamma variates, and a Gamma variate
-costs ~20–35 ns on this CPU: two threefry words (~7 ns each through XLA on 2 cores) plus the rejection
-rounds' whole-array passes. The proposals are most of the sweep.
+costs two threefry words (1.4–2.6 ns each since ``dpjax.infer.samplers`` unrolls threefry's rounds;
+``jax.random``'s rolled ones cost ~4× more), an erf⁻¹, three logs, and the redraw rounds' pass over
+the whole array to find the few elements left unfinished. The proposals are most of the sweep.
 With ``--chains C`` (C > 1) every measurement runs C chains vmapped and reports ns per record update
 per chain, the cost that a GPU-batched simulation study pays. ``--work-scale`` scales the number of
 timed iterations (a GPU's scan steps cost microseconds each, so fewer are timed there).

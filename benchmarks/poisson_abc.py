@@ -48,6 +48,8 @@ def sampler_speeds(size=1_000_000, repeats=SPEED_REPEATS):
     alpha = jnp.array([2.2, 3.3, 4.4])
     rates = samplers.gamma(jax.random.key(9), 2.0, (size,))  # the example's θ ~ Gamma(2, 1)
     cases = {
+        "Uniform[0, 1)": (lambda k: samplers.uniform(k, (size,)), lambda k: jax.random.uniform(k, (size,))),
+        "N(0, 1)": (lambda k: samplers.normal(k, (size,)), lambda k: jax.random.normal(k, (size,))),
         "Gamma(2)": (lambda k: samplers.gamma(k, 2.0, (size,)), lambda k: jax.random.gamma(k, 2.0, (size,))),
         "Poisson(θ), θ ~ Gamma(2)": (
             lambda k: samplers.poisson(k, rates),
