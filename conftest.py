@@ -43,6 +43,8 @@ X64_TESTS = (
     # the truncated-Laplace step of DPBoots (its loop counters stay int32 under x64)
     "tests/test_compositional.py::test_truncated_laplace_never_leaves_range",
     "tests/test_compositional.py::test_truncated_laplace_gives_up_with_nan_not_an_out_of_range_value",
+    # the samplers' float32 fast path keeps float32 under x64
+    "tests/test_samplers.py::test_float32_draws_stay_float32_under_x64",
     # float precision: integer values, large totals, noise scales, the Poisson noise map's limit
     "tests/test_reliability.py::test_non_integer_release_for_a_discrete_mechanism_is_refused_by_every_engine",
     "tests/test_reliability.py::test_non_integer_statistic_for_a_discrete_mechanism_is_refused",

@@ -215,6 +215,16 @@ def test_first_unfinished_is_nonzero(fraction_left):
     np.testing.assert_array_equal(samplers.count_true(ok), jnp.cumsum(ok))
 
 
+def test_float32_draws_stay_float32_under_x64():
+    # the float32 fast path must not widen to the default float (float64 under x64)
+    key, a = jax.random.key(18), jnp.ones(4, jnp.float32)
+    assert samplers.normal(key, (4,), jnp.float32).dtype == jnp.float32
+    assert samplers.uniform(key, (4,), jnp.float32).dtype == jnp.float32
+    assert samplers.log_gamma(key, a).dtype == jnp.float32
+    assert samplers.dirichlet(key, a).dtype == jnp.float32
+    assert samplers.normal(key, (4,)).dtype == jnp.result_type(float)
+
+
 def test_fast_normal_site_law():
     fn = samplers.fast_distribution(dist.Normal(jnp.array([1.0, -2.0]), jnp.array([0.5, 3.0])))
     assert type(fn).__name__ == "_Normal"

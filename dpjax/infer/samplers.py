@@ -93,7 +93,7 @@ def normal(key, shape, dtype=None):
     if dtype != jnp.float32 or _threefry_key_data(key) is None:
         return random.normal(key, shape, dtype)
     lo = jnp.nextafter(jnp.float32(-1), jnp.float32(0))
-    u = jnp.maximum(lo, uniform(key, shape) * (1 - lo) + lo)
+    u = jnp.maximum(lo, uniform(key, shape, jnp.float32) * (1 - lo) + lo)
     return jnp.float32(math.sqrt(2)) * lax.erf_inv(u)
 
 
