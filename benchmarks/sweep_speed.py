@@ -23,10 +23,11 @@ from dpjax.infer import DataAugmentationKernel, record_sweep
 from dpjax.infer.soma import soma_sweep
 
 SIZES = [100, 1_000, 10_000, 100_000, 1_000_000]
+WORK = 1.0  # --work-scale: a GPU's scan steps cost microseconds each, so fewer are timed there
 
 
 def iterations_for(n):
-    return max(2, int(2e6 // n))
+    return max(2, int(WORK * 2e6 // n))
 
 
 def kernel_ns(n, chains):
@@ -53,7 +54,7 @@ def kernel_ns(n, chains):
 def scan_ns(n, dim, chains, recompute=False, soma=False):
     """The sweep alone on precomputed statistics (passed in, so nothing is subtracted)."""
     mech = dpjax.LaplaceMechanism(1.0, 2.0)
-    iters = max(2, int(1e6 // n)) if not (recompute or soma) else max(1, int(1e7 // n**2))
+    iters = max(2, int(WORK * 1e6 // n)) if not (recompute or soma) else max(1, int(WORK * 1e7 // n**2))
     k1, k2 = jax.random.split(jax.random.key(0))
     t_old = jax.random.uniform(k1, (chains, n, dim))
     t_new = jax.random.uniform(k2, (chains, n, dim))
@@ -83,7 +84,7 @@ def scan_ns(n, dim, chains, recompute=False, soma=False):
     return 1e9 * best_time(jax.jit(jax.vmap(sweep)), keys, t_old, t_new) / (iters * n * chains)
 
 
-def main(sizes, chains, soma_max):
+def main(sizes, chains, soma_max, name="sweep_speed"):
     rows = []
     for n in sizes:
         row = {"n": n}
@@ -120,7 +121,7 @@ def main(sizes, chains, soma_max):
     ]
     for r in rows:
         md.append(f"| {r['n']:,} | " + " | ".join(f"{r[c]:.1f}" if c in r else "–" for c in cols) + " |")
-    write_results("sweep_speed", {"rows": rows, "chains": chains}, "\n".join(md))
+    write_results(name, {"rows": rows, "chains": chains, "work_scale": WORK}, "\n".join(md))
 
 
 if __name__ == "__main__":
@@ -128,5 +129,8 @@ if __name__ == "__main__":
     ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     ap.add_argument("--chains", type=int, default=8)
     ap.add_argument("--soma-max", type=int, default=10_000, help="largest n for the soma column (O(n²) work)")
+    ap.add_argument("--work-scale", type=float, default=1.0, help="scales the number of timed sweeps")
+    ap.add_argument("--name", default="sweep_speed", help="results/<name>.{md,json}")
     a = ap.parse_args()
-    main(a.sizes, a.chains, a.soma_max)
+    WORK = a.work_scale
+    main(a.sizes, a.chains, a.soma_max, a.name)
