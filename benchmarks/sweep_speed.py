@@ -23,21 +23,21 @@ from dpjax.infer import DataAugmentationKernel, record_sweep
 from dpjax.infer.soma import soma_sweep
 
 SIZES = [100, 1_000, 10_000, 100_000, 1_000_000]
-WORK = 1.0  # --work-scale: a GPU's scan steps cost microseconds each, so fewer are timed there
 
 
-def iterations_for(n):
-    return max(2, int(WORK * 2e6 // n))
+def iterations_for(n, work=1.0):
+    """Sweeps timed at n; ``work`` (--work-scale) scales them: a GPU's scan steps cost µs each."""
+    return max(2, int(work * 2e6 // n))
 
 
-def kernel_ns(n, chains):
+def kernel_ns(n, chains, work=1.0):
     mech = dpjax.LaplaceMechanism(1.0, m.regression_sensitivity(2))
     kernel = DataAugmentationKernel(
         m.clamped_regression, theta_update=m.regression_update(), noncentred_moves=0
     )
     release = mech.release(jax.random.key(1), jnp.zeros(9))
     args = (n, 1.0, release)
-    iters = iterations_for(n)
+    iters = iterations_for(n, work)
 
     def run(key):
         state = kernel.init(key, 0, None, args, {})
@@ -51,10 +51,10 @@ def kernel_ns(n, chains):
     return 1e9 * total / (iters * n * chains)
 
 
-def scan_ns(n, dim, chains, recompute=False, soma=False):
+def scan_ns(n, dim, chains, recompute=False, soma=False, work=1.0):
     """The sweep alone on precomputed statistics (passed in, so nothing is subtracted)."""
     mech = dpjax.LaplaceMechanism(1.0, 2.0)
-    iters = max(2, int(WORK * 1e6 // n)) if not (recompute or soma) else max(1, int(WORK * 1e7 // n**2))
+    iters = max(2, int(work * 1e6 // n)) if not (recompute or soma) else max(1, int(work * 1e7 // n**2))
     k1, k2 = jax.random.split(jax.random.key(0))
     t_old = jax.random.uniform(k1, (chains, n, dim))
     t_new = jax.random.uniform(k2, (chains, n, dim))
@@ -84,18 +84,18 @@ def scan_ns(n, dim, chains, recompute=False, soma=False):
     return 1e9 * best_time(jax.jit(jax.vmap(sweep)), keys, t_old, t_new) / (iters * n * chains)
 
 
-def main(sizes, chains, soma_max, name="sweep_speed"):
+def main(sizes, chains, soma_max, name="sweep_speed", work=1.0):
     rows = []
     for n in sizes:
         row = {"n": n}
         for c in (1, chains):
-            row[f"kernel_{c}"] = kernel_ns(n, c)
-            row[f"scan9_{c}"] = scan_ns(n, 9, c)
-            row[f"scan1_{c}"] = scan_ns(n, 1, c)
+            row[f"kernel_{c}"] = kernel_ns(n, c, work)
+            row[f"scan9_{c}"] = scan_ns(n, 9, c, work=work)
+            row[f"scan1_{c}"] = scan_ns(n, 1, c, work=work)
         if n <= 10_000:
-            row["recompute_1"] = scan_ns(n, 9, 1, recompute=True)
+            row["recompute_1"] = scan_ns(n, 9, 1, recompute=True, work=work)
         if n <= soma_max:
-            row["soma_1"] = scan_ns(n, 9, 1, soma=True)
+            row["soma_1"] = scan_ns(n, 9, 1, soma=True, work=work)
         rows.append(row)
         print(row, flush=True)
     cols = [
@@ -121,7 +121,7 @@ def main(sizes, chains, soma_max, name="sweep_speed"):
     ]
     for r in rows:
         md.append(f"| {r['n']:,} | " + " | ".join(f"{r[c]:.1f}" if c in r else "–" for c in cols) + " |")
-    write_results(name, {"rows": rows, "chains": chains, "work_scale": WORK}, "\n".join(md))
+    write_results(name, {"rows": rows, "chains": chains, "work_scale": work}, "\n".join(md))
 
 
 if __name__ == "__main__":
@@ -132,5 +132,4 @@ if __name__ == "__main__":
     ap.add_argument("--work-scale", type=float, default=1.0, help="scales the number of timed sweeps")
     ap.add_argument("--name", default="sweep_speed", help="results/<name>.{md,json}")
     a = ap.parse_args()
-    WORK = a.work_scale
-    main(a.sizes, a.chains, a.soma_max, a.name)
+    main(a.sizes, a.chains, a.soma_max, a.name, a.work_scale)
