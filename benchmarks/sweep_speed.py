@@ -54,7 +54,7 @@ def kernel_ns(n, chains, work=1.0):
 def scan_ns(n, dim, chains, recompute=False, soma=False, work=1.0):
     """The sweep alone on precomputed statistics (passed in, so nothing is subtracted)."""
     mech = dpjax.LaplaceMechanism(1.0, 2.0)
-    # Half the kernel's sweeps (the scan alone is the cheaper part); the O(n²) variants scale with n².
+    # Half the kernel's sweep count, as the committed tables were measured; O(n²) variants scale with n².
     quadratic = recompute or soma
     iters = max(1, int(work * 1e7 // n**2)) if quadratic else iterations_for(n, work / 2)
     k1, k2 = jax.random.split(jax.random.key(0))
