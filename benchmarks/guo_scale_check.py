@@ -1,0 +1,164 @@
+"""Does the §4.1 grid's reduced scale change its answers? One cell of Guo, Barrientos & Peña's §4.1 run
+at three settings with every method of `dpjax reproduce guo-simulation`:
+
+- ``short``: what `benchmarks/guo_simulation_part.py` ran for the grid: ``--datasets`` data sets
+  (10), chains at ``--scale`` (5 %) of the seed's length;
+- ``full chains``: the same data sets and releases (the same keys), chains at the seed's full length
+  (5 × (25 000 warm-up + 25 000), every 125-th kept): a paired comparison, data set by data set;
+- ``seed's data sets``: the seed's 50 data sets per cell, chains at ``--scale``.
+
+For each method and metric it gives the median over data sets with a bootstrap s.e., and, paired by
+data set, how far the full chains moved each data set's MSE and coverage. Each setting's cell is kept
+in results/guo_scale_check.cells/<setting>/ when done, so the command resumes. Writes
+results/guo_scale_check.{md,json}.
+
+    python benchmarks/guo_scale_check.py [--alpha α₃] [--n 1000] [--eps 0.5] [--datasets 10]
+        [--many 50] [--scale 0.05] [--full-scale 1] [--settings short full many]
+"""
+
+import argparse
+import json
+
+import numpy as np
+import pandas as pd
+from _common import RESULTS, write_results
+
+from dpjax.reproduce import cells_folder, markdown_table
+from dpjax.reproduce.compositional import ALPHAS, BAYES, METHODS, _settings, simulation_study
+
+NAME = "guo_scale_check"
+LABELS = {"short": "short", "full": "full chains", "many": "seed's data sets"}
+METRICS = ("MSE α", "MSE E[x|α]", "coverage", "max split-R̂")
+
+
+def chains(scale):
+    cfg = _settings(False)
+    cfg.update({k: max(1, round(cfg[k] * scale)) for k in ("warmup", "samples", "thin")})
+    return cfg
+
+
+def run(setting, alpha, n, eps, reps, scale):
+    """The per-data-set rows and the seconds per data set of one setting (run, or read back)."""
+    folder = RESULTS / f"{NAME}.cells" / setting
+    with cells_folder(folder):
+        report = simulation_study([alpha], [n], [eps], reps, 10_000, chains(scale), METHODS, progress=True)
+    (cell,) = folder.glob("*.json")  # the one cell's rows (method × data set), as simulation_study kept it
+    rows = pd.DataFrame(json.loads(cell.read_text())["rows"])
+    seconds = report.tables["Seconds per data set (compile excluded)"].iloc[0]
+    return rows.assign(setting=LABELS[setting]), seconds
+
+
+def median_se(values, rng, boots=2000):
+    """Median and its bootstrap s.e. over data sets."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return np.nan, np.nan
+    reps = np.median(rng.choice(v, size=(boots, len(v))), axis=1)
+    return float(np.median(v)), float(np.std(reps))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--alpha", default="α₃", choices=list(ALPHAS))
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--eps", type=float, default=0.5)
+    parser.add_argument("--datasets", type=int, default=10)
+    parser.add_argument(
+        "--many", type=int, default=50, help="data sets of the 'many' setting (the seed's 50)"
+    )
+    parser.add_argument("--scale", type=float, default=0.05, help="short chains, as a fraction of the seed's")
+    parser.add_argument("--full-scale", type=float, default=1.0, help="the 'full chains' (the seed's: 1)")
+    parser.add_argument("--settings", nargs="+", default=list(LABELS), choices=list(LABELS))
+    args = parser.parse_args()
+    plan = {
+        "short": (args.datasets, args.scale),
+        "full": (args.datasets, args.full_scale),
+        "many": (args.many, args.scale),
+    }
+    rows, seconds = {}, {}
+    for setting in args.settings:
+        reps, scale = plan[setting]
+        print(f"--- {LABELS[setting]}: {reps} data sets, chains at {scale:g} × the seed's", flush=True)
+        rows[setting], seconds[setting] = run(setting, args.alpha, args.n, args.eps, reps, scale)
+
+    rng = np.random.default_rng(0)
+    medians = []
+    for method in METHODS:
+        for metric in METRICS:
+            if metric == "max split-R̂" and method not in ("MCMCp1", "DPMCMCp1", "DPreMCMCp4"):
+                continue
+            if metric == "coverage" and method not in BAYES + ("Boots", "DPBoots"):
+                continue
+            row = {"method": method, "metric": metric}
+            for setting, df in rows.items():
+                m, se = median_se(df.loc[df["method"] == method, metric], rng)
+                row[f"{LABELS[setting]}"], row[f"{LABELS[setting]} s.e."] = m, se
+            medians.append(row)
+    medians = pd.DataFrame(medians)
+
+    paired = []
+    if "short" in rows and "full" in rows:
+        key = ["method", "data set"]
+        both = rows["short"].merge(rows["full"], on=key, suffixes=(" short", " full"))
+        for method in METHODS:
+            b = both[both["method"] == method]
+            ratio = np.log10(b["MSE α full"] / b["MSE α short"])
+            dcov = b["coverage full"] - b["coverage short"]
+            paired.append(
+                {
+                    "method": method,
+                    "data sets": len(b),
+                    "median log₁₀(MSE α full / short)": float(np.median(ratio)),
+                    "min": float(ratio.min()),
+                    "max": float(ratio.max()),
+                    "mean Δ coverage (full − short)": float(dcov.mean()),
+                    "s.e.": float(dcov.std(ddof=1) / np.sqrt(len(dcov))) if len(dcov) > 1 else np.nan,
+                    "data sets with |Δ coverage| > 0.02": int((dcov.abs() > 0.02).sum()),
+                }
+            )
+    paired = pd.DataFrame(paired)
+    times = pd.DataFrame(
+        [
+            {"setting": LABELS[s], **{k: v for k, v in t.items() if k.startswith("s/set")}}
+            for s, t in seconds.items()
+        ]
+    )
+
+    settings = {s: {"datasets": plan[s][0], "chains": chains(plan[s][1])} for s in rows}
+    md = [
+        f"# Guo et al. §4.1 at the grid's scale and at the seed's: {args.alpha}, n = {args.n}, ε = {args.eps:g}",
+        "",
+        "The §4.1 grid (`results/guo_simulation_grid.md`) ran 10 data sets per cell with chains at 5 % of the "
+        "seed's length; the seed ran 50 data sets with 5 chains of 50 000 iterations. Here one cell at "
+        "three settings: "
+        + "; ".join(
+            f"**{LABELS[s]}**: {plan[s][0]} data sets, chains 5 × ({c['warmup']} warm-up + {c['samples']}), "
+            f"every {c['thin']}-th kept"
+            for s, c in ((s, settings[s]["chains"]) for s in rows)
+        )
+        + ". *short* and *full chains* use the same data sets and the same releases (the same keys), so "
+        "their difference is the chains' alone; *seed's data sets* draws its releases with other keys. "
+        "Medians over data sets with bootstrap s.e. (2 000 resamples). Boots and DPBoots run no chains, "
+        "so their draws are the same at both chain lengths: their Δ coverage is the coverage estimate's own "
+        "noise (its evaluation draws come from one generator that the methods use in turn).",
+        "",
+        "## Medians over data sets",
+        "",
+        markdown_table(medians),
+    ]
+    if len(paired):
+        md += ["", "## Full chains against short ones, data set by data set", "", markdown_table(paired)]
+    md += ["", "## Seconds per data set (compile excluded)", "", markdown_table(times)]
+    payload = {
+        "cell": {"α": args.alpha, "n": args.n, "ε": args.eps},
+        "settings": settings,
+        "medians": medians.to_dict("records"),
+        "paired": paired.to_dict("records"),
+        "seconds": times.to_dict("records"),
+    }
+    write_results(NAME, payload, "\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
