@@ -109,3 +109,12 @@ def table(rows, columns):
     lines = ["| " + " | ".join(h for h, _ in columns) + " |", "|---" * len(columns) + "|"]
     lines += ["| " + " | ".join(str(f(r)) for _, f in columns) + " |" for r in rows]
     return lines
+
+
+def guo_chains(scale: float) -> dict:
+    """Guo et al.'s chain settings (``dpjax.reproduce.compositional``) with warm-up, kept iterations and
+    thinning at ``scale`` × the seed's length (at least 1 each)."""
+    from dpjax.reproduce.compositional import _settings
+
+    cfg = _settings(False)
+    return cfg | {k: max(1, round(cfg[k] * scale)) for k in ("warmup", "samples", "thin")}

@@ -14,10 +14,10 @@ import argparse
 
 import jax.numpy as jnp
 import numpy as np
-from _common import write_results
+from _common import guo_chains, write_results
 from jax import random
 
-from dpjax.reproduce.compositional import ALPHAS, SPEEDUP, _settings, run_methods
+from dpjax.reproduce.compositional import ALPHAS, SPEEDUP, run_methods
 
 N, EPSILON, ALPHA = 5_000, 1.5, "α₅"
 
@@ -29,8 +29,7 @@ def main():
     parser.add_argument("--name", default="compositional_method_times", help="results/<name>.{md,json}")
     args = parser.parse_args()
     r, scale = args.datasets, args.scale
-    cfg = _settings(False)
-    cfg.update({k: max(1, round(cfg[k] * scale)) for k in ("warmup", "samples", "thin")})
+    cfg = guo_chains(scale)
     x = np.random.default_rng(7).dirichlet(np.asarray(ALPHAS[ALPHA]), size=(r, N))
     draws, seconds, info = run_methods(random.key(0), jnp.asarray(x), EPSILON, cfg, progress=True)
     rows = [

@@ -11,10 +11,10 @@ session or a later one (delete that folder to start afresh, e.g. after a change 
 
 import argparse
 
-from _common import RESULTS, write_report
+from _common import RESULTS, guo_chains, write_report
 
 from dpjax.reproduce import cells_folder
-from dpjax.reproduce.compositional import METHODS, _settings, atus_study
+from dpjax.reproduce.compositional import METHODS, atus_study
 
 
 def main():
@@ -22,8 +22,7 @@ def main():
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--scale", type=float, default=0.05, help="chain length as a fraction of the seed's")
     args = parser.parse_args()
-    cfg = _settings(False)
-    cfg.update({k: max(1, round(cfg[k] * args.scale)) for k in ("warmup", "samples", "thin")})
+    cfg = guo_chains(args.scale)
     with cells_folder(RESULTS / "guo_atus_part.cells"):
         report = atus_study(args.runs, cfg, METHODS, progress=True)
     command = f"python benchmarks/guo_atus_part.py --runs {args.runs} --scale {args.scale:g}"

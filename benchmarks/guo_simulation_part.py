@@ -13,10 +13,10 @@ to start afresh, e.g. after a change to the methods).
 
 import argparse
 
-from _common import RESULTS, write_report
+from _common import RESULTS, guo_chains, write_report
 
 from dpjax.reproduce import cells_folder
-from dpjax.reproduce.compositional import ALPHAS, METHODS, _settings, simulation_study
+from dpjax.reproduce.compositional import ALPHAS, METHODS, simulation_study
 
 
 def main():
@@ -29,8 +29,7 @@ def main():
     parser.add_argument("--tag", default="", help="suffix of the output files (keeps other parts' results)")
     args = parser.parse_args()
     name = "guo_simulation_part" + (f"_{args.tag}" if args.tag else "")
-    cfg = _settings(False)
-    cfg.update({k: max(1, round(cfg[k] * args.scale)) for k in ("warmup", "samples", "thin")})
+    cfg = guo_chains(args.scale)
     with cells_folder(RESULTS / f"{name}.cells"):
         report = simulation_study(
             args.alpha, args.n, args.eps, args.datasets, 10_000, cfg, METHODS, progress=True
