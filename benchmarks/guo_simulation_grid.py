@@ -2,12 +2,16 @@
 `benchmarks/guo_simulation_part.py` has run (results/guo_simulation_part*.json), drawn as the seed's
 Figures 2–3 (median MSE of α and of E[x | α], median predictive coverage, against ε, one row per α),
 with the seed's statements about those figures checked cell by cell and the grid's missing cells listed.
-It runs no chains, only reads the parts' results, so it takes seconds. It refuses to pool parts whose
-settings (data sets per cell, chain lengths, …) differ.
+It runs no chains, only reads the parts' results, so it takes seconds. It pools the parts run with
+``--datasets`` data sets per cell (the grid's 10; parts with another count are left to their own
+grid) and refuses to pool parts whose other settings (chain lengths, …) differ. With a count other than
+10 (the seed's 50, run on a few cells) it writes results/guo_simulation_grid_<count>sets.{md,json,png},
+with the medians of the same cells at 10 data sets beside them.
 
-    python benchmarks/guo_simulation_grid.py
+    python benchmarks/guo_simulation_grid.py [--datasets 10]
 """
 
+import argparse
 import json
 
 import matplotlib.pyplot as plt
@@ -23,21 +27,28 @@ SIZES = (1000, 5000)
 NON_PRIVATE = ("Boots", "MCMCp1")
 DP = tuple(m for m in METHODS if m not in NON_PRIVATE)
 SIMILAR = 1.5  # "similar MSE": within this factor
+BASE = 10  # the grid's data sets per cell (the seed's: 50)
 POOLED = ("chains", "warmup", "samples", "thin", "boot", "proposals", "b", "datasets", "m_eval")
 
 
-def load_parts():
-    """The parts' per-cell medians and seconds, each row tagged with its part's file and date."""
+def load_parts(datasets=BASE):
+    """The per-cell medians and seconds of the parts run with ``datasets`` data sets per cell, each row
+    tagged with its part's file and date."""
     medians, seconds, settings = [], [], {}
     for path in sorted(RESULTS.glob("guo_simulation_part*.json")):
         part = json.loads(path.read_text())
+        if part["settings"]["datasets"] != datasets:
+            continue
         settings[path.stem] = {k: part["settings"][k] for k in POOLED}
         source = {"part": path.stem.removeprefix("guo_simulation_part").lstrip("_") or "(first)"}
         source["run on"] = part["date"]
         medians += [{**r, **source} for r in part["tables"]["Median over data sets per cell"]]
         seconds += [{**r, **source} for r in part["tables"]["Seconds per data set (compile excluded)"]]
     if not settings:
-        raise SystemExit("no results/guo_simulation_part*.json: run benchmarks/guo_simulation_part.py first")
+        raise SystemExit(
+            f"no results/guo_simulation_part*.json with {datasets} data sets per cell: "
+            "run benchmarks/guo_simulation_part.py first"
+        )
     if len({json.dumps(s, sort_keys=True) for s in settings.values()}) > 1:
         raise SystemExit(f"the parts' settings differ, so they cannot be pooled: {settings}")
     rank = {name: i for names in (ALPHAS, METHODS) for i, name in enumerate(names)}  # the seed's order
@@ -51,6 +62,44 @@ def load_parts():
     if twice.any():
         raise SystemExit(f"cells run in more than one part:\n{medians[twice]}")
     return medians, seconds, next(iter(settings.values()))
+
+
+def median_se(part, cell, method, col, boots=2000):
+    """Bootstrap s.e. of a cell's median of ``col`` over its data sets, from the rows the part kept in
+    its cells folder (NaN for a part run before parts kept their cells)."""
+    a, n, e = cell
+    files = sorted(
+        (RESULTS / f"guo_simulation_part{part}.cells").glob(f"guo-simulation {a} n{n} eps{e:g} *.json")
+    )
+    if not files:
+        return np.nan
+    rows = pd.DataFrame(json.loads(files[-1].read_text())["rows"])
+    v = rows.loc[rows["method"] == method, col].to_numpy(float)
+    v = v[np.isfinite(v)]
+    rng = np.random.default_rng(0)
+    return float(np.std(np.median(rng.choice(v, size=(boots, len(v))), axis=1))) if len(v) else np.nan
+
+
+def against_base(med, datasets):
+    """The cells run with ``datasets`` data sets beside the same cells at the grid's 10: medians with
+    their bootstrap s.e."""
+    base = load_parts(BASE)[0]
+    both = med.merge(base, on=["α", "n", "ε", "method"], suffixes=("", " base"))
+    rows = []
+    for r in both.to_dict("records"):
+        cell = (r["α"], r["n"], r["ε"])
+        row = {"α": r["α"], "n": r["n"], "ε": r["ε"], "method": r["method"]}
+        for col in ("MSE α", "coverage"):
+            if col == "coverage" and r["method"] not in BAYES:
+                continue
+            for sets, part, value in (
+                (BASE, r["part base"], r[f"{col} base"]),
+                (datasets, r["part"], r[col]),
+            ):
+                tag = "" if part == "(first)" else f"_{part}"
+                row[f"{col}, {sets} sets"] = f"{value:.4g} ± {median_se(tag, cell, r['method'], col):.2g}"
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("")
 
 
 def speedups(sec):
@@ -182,7 +231,13 @@ def figure(med):
 
 
 def main():
-    med, sec, settings = load_parts()
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--datasets", type=int, default=BASE, help="pool the parts run with this many per cell"
+    )
+    datasets = parser.parse_args().datasets
+    name = "guo_simulation_grid" + ("" if datasets == BASE else f"_{datasets}sets")
+    med, sec, settings = load_parts(datasets)
     done = med[["α", "n", "ε", "part", "run on"]].drop_duplicates()
     grid = pd.DataFrame(
         [(a, n, e) for a in ALPHAS for n in SIZES for e in EPS], columns=["α", "n", "ε"]
@@ -195,10 +250,11 @@ def main():
         med.set_index(["α", "n", "ε", "method"])[col].unstack("method").reindex(cells)
     )[[m for m in METHODS if m in methods]].reset_index()
     times = sec[["α", "n", "ε"] + [c for c in sec if c.startswith("s/set")]]
-    figure(med).savefig(RESULTS / "guo_simulation_grid.png", dpi=100, bbox_inches="tight")
+    figure(med).savefig(RESULTS / f"{name}.png", dpi=100, bbox_inches="tight")
 
     md = [
-        "# Guo et al. §4.1 (Figures 2–3): the grid so far, assembled from its parts",
+        "# Guo et al. §4.1 (Figures 2–3): the grid so far, assembled from its parts"
+        + ("" if datasets == BASE else f", the cells run with {datasets} data sets"),
         "",
         f"{len(done)} of the grid's {len(grid)} cells (α × n × ε) have been run, each with "
         f"{settings['datasets']} data sets (the seed: 50) and chains of {settings['chains']} × "
@@ -244,14 +300,27 @@ def main():
         (
             f"Not yet run ({len(missing)}): "
             + ", ".join(f"{r.α} n={r.n} ε={r.ε:g}" for r in missing.itertuples())
-            + ". Each is `python benchmarks/guo_simulation_part.py --alpha A --n N --eps E --tag TAG`, "
+            + ". Each is `python benchmarks/guo_simulation_part.py --alpha A --n N --eps E --tag TAG"
+            + ("" if datasets == BASE else f" --datasets {datasets}")
+            + "`, "
             "then this script."
             if len(missing)
             else f"Every cell of the grid has been run ({len(done)})."
         ),
         "",
-        "![guo_simulation_grid.png](guo_simulation_grid.png)",
+        f"![{name}.png]({name}.png)",
     ]
+    if datasets != BASE:
+        beside = against_base(med, datasets)
+        md[2:2] = [
+            f"**These cells ran with {datasets} data sets each**, against the grid's {BASE} "
+            "(`results/guo_simulation_grid.md`). Medians over data sets, ± their bootstrap s.e. (from the "
+            "rows each part kept in its cells folder; none for the grid's first part, run before parts kept "
+            "them). The two runs share each cell's data-generating seed, not its releases or chains.",
+            "",
+            markdown_table(beside),
+            "",
+        ]
     payload = {
         "settings": settings,
         "statements": checks.to_dict("records"),
@@ -259,7 +328,9 @@ def main():
         "cells": done.to_dict("records"),
         "medians": med.replace({np.nan: None}).to_dict("records"),
     }
-    write_results("guo_simulation_grid", payload, "\n".join(md))
+    if datasets != BASE:
+        payload[f"beside the grid's {BASE} data sets"] = beside.to_dict("records")
+    write_results(name, payload, "\n".join(md))
     print("\n".join(md[:12]))
 
 
