@@ -118,3 +118,13 @@ def guo_chains(scale: float) -> dict:
 
     cfg = _settings(False)
     return cfg | {k: max(1, round(cfg[k] * scale)) for k in ("warmup", "samples", "thin")}
+
+
+def median_se(values, rng, boots=2000):
+    """Median of the finite ``values`` and its bootstrap s.e. (``boots`` resamples drawn from ``rng``);
+    NaN, NaN when none is finite."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return np.nan, np.nan
+    return float(np.median(v)), float(np.std(np.median(rng.choice(v, size=(boots, len(v))), axis=1)))

@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, guo_chains, write_results
+from _common import RESULTS, guo_chains, median_se, write_results
 
 from dpjax.reproduce import cells_folder, markdown_table
 from dpjax.reproduce.compositional import ALPHAS, METHODS, simulation_study
@@ -42,16 +42,6 @@ def run(setting, alpha, n, eps, reps, scale):
     rows = pd.DataFrame(json.loads(cell.read_text())["rows"])
     seconds = report.tables["Seconds per data set (compile excluded)"].iloc[0]
     return rows.assign(setting=LABELS[setting]), seconds
-
-
-def median_se(values, rng, boots=2000):
-    """Median and its bootstrap s.e. over data sets."""
-    v = np.asarray(values, float)
-    v = v[np.isfinite(v)]
-    if len(v) == 0:
-        return np.nan, np.nan
-    reps = np.median(rng.choice(v, size=(boots, len(v))), axis=1)
-    return float(np.median(v)), float(np.std(reps))
 
 
 def main():
@@ -130,7 +120,8 @@ def main():
             for s, c in ((s, settings[s]["chains"]) for s in rows)
         )
         + ". *short* and *full chains* use the same data sets and the same releases (the same keys), so "
-        "their difference is the chains' alone; *seed's data sets* draws its releases with other keys. "
+        "their difference is the chains' alone; *seed's data sets* extends *short*: its first data sets, "
+        "releases and chains are *short*'s (a key splits into the same first keys whatever their number). "
         "Medians over data sets with bootstrap s.e. (2 000 resamples). Boots and DPBoots run no chains, "
         "so their draws are the same at both chain lengths: their Δ coverage is the coverage estimate's own "
         "noise (its evaluation draws come from one generator that the methods use in turn).",

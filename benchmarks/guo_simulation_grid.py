@@ -17,7 +17,7 @@ import json
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from _common import RESULTS, write_results
+from _common import RESULTS, median_se, write_results
 
 from dpjax.reproduce import markdown_table
 from dpjax.reproduce.compositional import ALPHAS, BAYES, METHODS, NO_PRIVACY
@@ -64,20 +64,16 @@ def load_parts(datasets=BASE):
     return medians, seconds, next(iter(settings.values()))
 
 
-def median_se(part, cell, method, col, boots=2000):
-    """Bootstrap s.e. of a cell's median of ``col`` over its data sets, from the rows the part kept in
-    its cells folder (NaN for a part run before parts kept their cells)."""
+def cell_se(part, cell, method, col):
+    """Bootstrap s.e. of a cell's median of ``col`` over its data sets, from the rows its part (label as
+    in :func:`load_parts`) kept in its cells folder; NaN for a part run before parts kept their cells."""
+    stem = "guo_simulation_part" + ("" if part == "(first)" else f"_{part}")
     a, n, e = cell
-    files = sorted(
-        (RESULTS / f"guo_simulation_part{part}.cells").glob(f"guo-simulation {a} n{n} eps{e:g} *.json")
-    )
+    files = sorted((RESULTS / f"{stem}.cells").glob(f"guo-simulation {a} n{n} eps{e:g} *.json"))
     if not files:
         return np.nan
     rows = pd.DataFrame(json.loads(files[-1].read_text())["rows"])
-    v = rows.loc[rows["method"] == method, col].to_numpy(float)
-    v = v[np.isfinite(v)]
-    rng = np.random.default_rng(0)
-    return float(np.std(np.median(rng.choice(v, size=(boots, len(v))), axis=1))) if len(v) else np.nan
+    return median_se(rows.loc[rows["method"] == method, col], np.random.default_rng(0))[1]
 
 
 def against_base(med, datasets):
@@ -96,8 +92,7 @@ def against_base(med, datasets):
                 (BASE, r["part base"], r[f"{col} base"]),
                 (datasets, r["part"], r[col]),
             ):
-                tag = "" if part == "(first)" else f"_{part}"
-                row[f"{col}, {sets} sets"] = f"{value:.4g} ± {median_se(tag, cell, r['method'], col):.2g}"
+                row[f"{col}, {sets} sets"] = f"{value:.4g} ± {cell_se(part, cell, r['method'], col):.2g}"
         rows.append(row)
     return pd.DataFrame(rows).fillna("")
 
@@ -315,8 +310,9 @@ def main():
         md[2:2] = [
             f"**These cells ran with {datasets} data sets each**, against the grid's {BASE} "
             "(`results/guo_simulation_grid.md`). Medians over data sets, ± their bootstrap s.e. (from the "
-            "rows each part kept in its cells folder; none for the grid's first part, run before parts kept "
-            "them). The two runs share each cell's data-generating seed, not its releases or chains.",
+            "rows each part kept in its cells folder; none for a part run before parts kept them). A cell's "
+            f"first {BASE} data sets, releases and chains are the same in both (the same seeds: a key splits "
+            f"into the same first keys whatever their number), so the {datasets} extend the {BASE}.",
             "",
             markdown_table(beside),
             "",
