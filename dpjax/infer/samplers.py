@@ -75,7 +75,9 @@ def uniform(key, shape, dtype=None):
     if dtype != jnp.float32 or key_data is None:
         return random.uniform(key, shape, dtype)
     n = math.prod(shape)
-    bits = _threefry_words(key_data, n + n % 2)[:n]
+    # words rounded up to a multiple of 4: with an odd half (n = 2 mod 4), XLA's CPU loop over the
+    # rounds and their concatenated halves runs 3–4× slower (17 against 5 ns per word at n = 2 250)
+    bits = _threefry_words(key_data, n + -n % 4)[:n]
     one_to_two = lax.bitcast_convert_type((bits >> jnp.uint32(9)) | jnp.uint32(0x3F800000), jnp.float32)
     return (one_to_two - 1).reshape(shape)
 
