@@ -12,6 +12,7 @@ with the medians of the same cells at 10 data sets beside them.
 """
 
 import argparse
+import functools
 import json
 
 import matplotlib.pyplot as plt
@@ -64,15 +65,21 @@ def load_parts(datasets=BASE):
     return medians, seconds, next(iter(settings.values()))
 
 
-def cell_se(part, cell, method, col):
-    """Bootstrap s.e. of a cell's median of ``col`` over its data sets, from the rows its part (label as
-    in :func:`load_parts`) kept in its cells folder; NaN for a part run before parts kept their cells."""
+@functools.cache
+def cell_rows(part, cell):
+    """A cell's per-data-set rows, as its part (label as in :func:`load_parts`) kept them in its cells
+    folder; None for a part run before parts kept their cells. Read once per cell."""
     stem = "guo_simulation_part" + ("" if part == "(first)" else f"_{part}")
     a, n, e = cell
     files = sorted((RESULTS / f"{stem}.cells").glob(f"guo-simulation {a} n{n} eps{e:g} *.json"))
-    if not files:
+    return pd.DataFrame(json.loads(files[-1].read_text())["rows"]) if files else None
+
+
+def cell_se(part, cell, method, col):
+    """Bootstrap s.e. of a cell's median of ``col`` over its data sets; NaN without the cell's rows."""
+    rows = cell_rows(part, cell)
+    if rows is None:
         return np.nan
-    rows = pd.DataFrame(json.loads(files[-1].read_text())["rows"])
     return median_se(rows.loc[rows["method"] == method, col], np.random.default_rng(0))[1]
 
 

@@ -181,6 +181,13 @@ def test_threefry_words_are_jaxs_threefry(n):
     np.testing.assert_array_equal(samplers._threefry_words(data, n), expected)
 
 
+def test_uniform_draws_words_in_multiples_of_four():
+    # a count 2 mod 4 draws the first words of the next multiple of 4 (an odd half is slow on XLA's CPU)
+    key = jax.random.key(5)
+    for n in (6, 2250):
+        np.testing.assert_array_equal(samplers.uniform(key, (n,)), samplers.uniform(key, (n + 2,))[:n])
+
+
 def test_uniform_and_normal_laws_and_ranges():
     u = np.asarray(samplers.uniform(jax.random.key(12), (N,)))
     assert u.dtype == np.float32 and u.min() >= 0 and u.max() < 1
