@@ -43,6 +43,7 @@ def load_parts(datasets=BASE):
         settings[path.stem] = {k: part["settings"][k] for k in POOLED}
         source = {"part": path.stem.removeprefix("guo_simulation_part").lstrip("_") or "(first)"}
         source["run on"] = part["date"]
+        source["machine"] = part["machine"]
         medians += [{**r, **source} for r in part["tables"]["Median over data sets per cell"]]
         seconds += [{**r, **source} for r in part["tables"]["Seconds per data set (compile excluded)"]]
     if not settings:
@@ -240,7 +241,7 @@ def main():
     datasets = parser.parse_args().datasets
     name = "guo_simulation_grid" + ("" if datasets == BASE else f"_{datasets}sets")
     med, sec, settings = load_parts(datasets)
-    done = med[["α", "n", "ε", "part", "run on"]].drop_duplicates()
+    done = med[["α", "n", "ε", "part", "run on", "machine"]].drop_duplicates()
     grid = pd.DataFrame(
         [(a, n, e) for a in ALPHAS for n in SIZES for e in EPS], columns=["α", "n", "ε"]
     ).merge(done, how="left")
@@ -285,6 +286,9 @@ def main():
         markdown_table(wide("coverage", BAYES)),
         "",
         "## Seconds per data set (compile excluded)",
+        "",
+        "Each cell's times are those of the machine that ran its part (the last table names it), so "
+        "compare them within a part, not across parts.",
         "",
         markdown_table(times),
         "",
