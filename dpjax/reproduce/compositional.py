@@ -89,12 +89,13 @@ def _remcmc_model(b, n2):
 def _bootstrap(key, s0, n, num_boot):
     """Boots: the non-private parametric bootstrap of MLE(S₀(D))."""
     from dpjax.compositional import dirichlet_mle
+    from dpjax.infer.samplers import log_gamma
 
     alpha_hat = dirichlet_mle(s0).alpha
 
-    def one(k):
-        x = random.dirichlet(k, alpha_hat, (n,))
-        return dirichlet_mle(jnp.mean(jnp.log(x), 0)).alpha
+    def one(k):  # log x from log-Gamma draws (dpjax's sampler), so no part underflows to log 0
+        log_x = jax.nn.log_softmax(log_gamma(k, alpha_hat, (n, alpha_hat.shape[-1])), axis=-1)
+        return dirichlet_mle(jnp.mean(log_x, 0)).alpha
 
     return lax.map(jax.vmap(one), random.split(key, num_boot).reshape(-1, min(num_boot, 100)))
 
