@@ -311,6 +311,17 @@ def test_dpboots_draws_interval_and_reproducibility():
     assert np.all(np.asarray(res.draws).std(0) > 1.5 * sd)  # the Laplace noise widens them
 
 
+def test_nonprivate_bootstrap_is_finite_where_parts_underflow():
+    """At α = 0.02 a float32 Dirichlet part is often exactly 0 (P(X < 10⁻³⁸) ≈ 0.4 per Gamma draw): the
+    study's Boots works on the log scale, so every draw stays finite and near α (log 0 made them NaN)."""
+    from dpjax.reproduce.compositional import _bootstrap
+
+    alpha = jnp.full(3, 0.02)
+    s0 = digamma(alpha) - digamma(alpha.sum())
+    draws = np.asarray(_bootstrap(jax.random.key(0), s0, 200, 20)).reshape(-1, 3)
+    assert np.all(np.isfinite(draws)) and np.all(np.abs(np.median(draws, 0) - 0.02) < 0.005), draws
+
+
 @pytest.mark.slow
 def test_dpboots_percentile_intervals_cover_near_nominal():
     """R = 200 simulated releases (n = 500, ε₁ = 1, a = 1e-3, α = (2.2, 3.3, 4.4)); coverage of the

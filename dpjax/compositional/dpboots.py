@@ -114,7 +114,7 @@ def _core(rng_key, s, a, epsilon1, *, n, num_boot, max_tries, batch_size):
         k_noise, k_data = random.split(key)
         tr = _truncated(k_noise, s, scale, max_tries=max_tries, chunk=64)
         star = _mle(tr.value)
-        safe = jnp.where(tr.accepted & jnp.all(star.alpha > 0), star.alpha, 1.0)  # NaN would stall gamma
+        safe = jnp.where(tr.accepted & jnp.all(star.alpha > 0), star.alpha, 1.0)  # stand-in, discarded
         x = dirichlet(k_data, safe, (n,))  # dpjax's sampler: 8–27× faster than jax.random.dirichlet here
         boot = _mle(_censored_mean_log(x, a_arr))
         ok = tr.accepted & star.converged
