@@ -215,12 +215,18 @@ def test_uniform_keys_raw_typed_vmapped_and_other_impls():
     )
 
 
+@pytest.mark.parametrize("size", [20, 1001, 1024])
 @pytest.mark.parametrize("fraction_left", [0.0, 0.03, 0.5, 1.0])
-def test_first_unfinished_is_nonzero(fraction_left):
-    ok = jax.random.uniform(jax.random.key(16), (1001,)) >= fraction_left
-    for m in (1, 62, 1001):
-        expected = jnp.nonzero(~ok, size=m, fill_value=ok.size)[0]
-        np.testing.assert_array_equal(samplers._first_unfinished(ok, m), expected)
+def test_unfinished_finds_distinct_unfinished_elements(size, fraction_left):
+    # distinct elements not ok, all of them when they fit, then the filler `size` (a size not a
+    # multiple of 32 has its last elements in a word of their own)
+    ok = jax.random.uniform(jax.random.key(16), (size,)) >= fraction_left
+    left = set(np.flatnonzero(~np.asarray(ok)))
+    for m in (1, 62, size):
+        idx = np.asarray(samplers._unfinished(ok, m))
+        found = idx[idx < size]
+        assert idx.shape == (m,) and np.all(idx[found.size :] == size)
+        assert len(set(found)) == found.size == min(m, len(left)) and set(found) <= left
     np.testing.assert_array_equal(samplers.count_true(ok), jnp.cumsum(ok))
 
 
