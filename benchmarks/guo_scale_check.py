@@ -9,11 +9,11 @@ at three settings with every method of `dpjax reproduce guo-simulation`:
 
 For each method and metric it gives the median over data sets with a bootstrap s.e., and, paired by
 data set, how far the full chains moved each data set's MSE and coverage. Each setting's cell is kept
-in results/guo_scale_check.cells/<setting>/ when done, so the command resumes. Writes
-results/guo_scale_check.{md,json}.
+in results/guo_scale_check[_TAG].cells/<setting>/ when done, so the command resumes. Writes
+results/guo_scale_check[_TAG].{md,json}.
 
     python benchmarks/guo_scale_check.py [--alpha α₃] [--n 1000] [--eps 0.5] [--datasets 10]
-        [--many 50] [--scale 0.05] [--full-scale 1] [--settings short full many]
+        [--many 50] [--scale 0.05] [--full-scale 1] [--settings short full many] [--tag TAG]
 """
 
 import argparse
@@ -31,9 +31,9 @@ LABELS = {"short": "short", "full": "full chains", "many": "seed's data sets"}
 METRICS = ("MSE α", "MSE E[x|α]", "coverage", "max split-R̂")
 
 
-def run(setting, alpha, n, eps, reps, scale):
+def run(name, setting, alpha, n, eps, reps, scale):
     """The per-data-set rows and the seconds per data set of one setting (run, or read back)."""
-    folder = RESULTS / f"{NAME}.cells" / setting
+    folder = RESULTS / f"{name}.cells" / setting
     with cells_folder(folder):
         report = simulation_study(
             [alpha], [n], [eps], reps, 10_000, guo_chains(scale), METHODS, progress=True
@@ -56,7 +56,9 @@ def main():
     parser.add_argument("--scale", type=float, default=0.05, help="short chains, as a fraction of the seed's")
     parser.add_argument("--full-scale", type=float, default=1.0, help="the 'full chains' (the seed's: 1)")
     parser.add_argument("--settings", nargs="+", default=list(LABELS), choices=list(LABELS))
+    parser.add_argument("--tag", default="", help="suffix of the output files (keeps other cells' results)")
     args = parser.parse_args()
+    name = NAME + (f"_{args.tag}" if args.tag else "")
     plan = {
         "short": (args.datasets, args.scale),
         "full": (args.datasets, args.full_scale),
@@ -66,7 +68,7 @@ def main():
     for setting in args.settings:
         reps, scale = plan[setting]
         print(f"--- {LABELS[setting]}: {reps} data sets, chains at {scale:g} × the seed's", flush=True)
-        rows[setting], seconds[setting] = run(setting, args.alpha, args.n, args.eps, reps, scale)
+        rows[setting], seconds[setting] = run(name, setting, args.alpha, args.n, args.eps, reps, scale)
 
     rng = np.random.default_rng(0)
     medians = []
@@ -111,8 +113,9 @@ def main():
     md = [
         f"# Guo et al. §4.1 at the grid's scale and at the seed's: {args.alpha}, n = {args.n}, ε = {args.eps:g}",
         "",
-        "The §4.1 grid (`results/guo_simulation_grid.md`) ran 10 data sets per cell with chains at 5 % of the "
-        "seed's length; the seed ran 50 data sets with 5 chains of 50 000 iterations. Here one cell at "
+        "The §4.1 grids (`results/guo_simulation_grid.md`, `results/guo_simulation_grid_50sets.md`) ran 10 and "
+        "50 data sets per cell with chains at 5 % of the seed's length; the seed ran 50 data sets with 5 chains "
+        "of 50 000 iterations. Here one cell at "
         f"{len(rows)} settings: "
         + "; ".join(
             f"**{LABELS[s]}**: {plan[s][0]} data sets, chains 5 × ({c['warmup']} warm-up + {c['samples']}), "
@@ -120,9 +123,14 @@ def main():
             for s, c in ((s, settings[s]["chains"]) for s in rows)
         )
         + ". *short* and *full chains* use the same data sets and the same releases (the same keys), so "
-        "their difference is the chains' alone; *seed's data sets* extends *short*: its first data sets, "
-        "releases and chains are *short*'s (a key splits into the same first keys whatever their number). "
-        "Medians over data sets with bootstrap s.e. (2 000 resamples). Boots and DPBoots run no chains, "
+        "their difference is the chains' alone. "
+        + (
+            "*seed's data sets* extends *short*: its first data sets, releases and chains are *short*'s (a key "
+            "splits into the same first keys whatever their number). "
+            if "many" in rows
+            else ""
+        )
+        + "Medians over data sets with bootstrap s.e. (2 000 resamples). Boots and DPBoots run no chains, "
         "so their draws are the same at both chain lengths: their Δ coverage is the coverage estimate's own "
         "noise (its evaluation draws come from one generator that the methods use in turn).",
         "",
@@ -140,7 +148,7 @@ def main():
         "paired": paired.to_dict("records"),
         "seconds": times.to_dict("records"),
     }
-    write_results(NAME, payload, "\n".join(md))
+    write_results(name, payload, "\n".join(md))
 
 
 if __name__ == "__main__":
