@@ -74,22 +74,18 @@ def main():
         [{"setting": s, "sex": sex, **t} for s, by_sex in seconds.items() for sex, t in by_sex.items()]
     )
     chains = {s: guo_chains(scale) for s, scale in plan.items()}
+    c_s, c_f = chains["short"], chains["full"]
     md = [
         "# Guo et al. §4.2 (ATUS) at the part's chain length and at the seed's",
         "",
         f"{args.runs} release(s) per sex at ε = 0.5, each analysed with chains at {args.scale:g} × the seed's "
-        "length (5 × ({warmup} warm-up + {samples}), every {thin}-th kept, as in `results/guo_atus_part.md`) "
-        "and at {full:g} × (5 × ({fw} warm-up + {fs}), every {ft}-th kept). Both settings use the same "
-        "releases (the same keys), so their difference is the chains' alone. P(H₀) is the posterior "
-        "probability that a part's male − female share difference lies within ±0.01; H₀ is rejected when "
-        "it is below 0.5 (`reject` = 1). DPBoots (run_methods always runs it) has no chains: its rows "
-        "are the same in both settings when the releases are.".format(
-            full=args.full_scale,
-            fw=chains["full"]["warmup"],
-            fs=chains["full"]["samples"],
-            ft=chains["full"]["thin"],
-            **chains["short"],
-        ),
+        f"length (5 × ({c_s['warmup']} warm-up + {c_s['samples']}), every {c_s['thin']}-th kept, as in "
+        f"`results/guo_atus_part.md`) and at {args.full_scale:g} × (5 × ({c_f['warmup']} warm-up + "
+        f"{c_f['samples']}), every {c_f['thin']}-th kept). Both settings use the same releases (the same keys), "
+        "so their difference is the chains' alone. P(H₀) is the posterior probability that a part's male − "
+        "female share difference lies within ±0.01; H₀ is rejected when it is below 0.5 (`reject` = 1). "
+        "DPBoots (run_methods always runs it) has no chains: its rows are the same in both settings when the "
+        "releases are.",
         "",
         "## Largest change per method (over runs and parts)",
         "",
