@@ -29,18 +29,15 @@ def run(setting, runs, scale, methods):
     """The per-run rows (method × part) and the seconds per run and sex of one setting."""
     folder = RESULTS / f"{NAME}.cells" / setting
     with cells_folder(folder):
-        atus_study(runs, guo_chains(scale), methods, progress=True, batch=BATCH)
+        report = atus_study(runs, guo_chains(scale), methods, progress=True, batch=BATCH)
     # this run's batches only: a folder left by another --runs or --methods holds other files too
     labels = [f"guo-atus runs {f}-{min(f + BATCH, runs) - 1}" for f in range(0, runs, BATCH)]
     paths = [p for label in labels for p in folder.glob(f"{label} *.json")]
     if len(paths) != len(labels):
         raise SystemExit(f"{folder} holds cells of other settings: delete it and run again")
-    cells = [json.loads(p.read_text()) for p in paths]
-    rows = pd.DataFrame([row for cell in cells for row in cell["rows"]])
-    seconds = {
-        sex: {m: sum(c["seconds"][sex][m] for c in cells) / runs for m in cells[0]["seconds"][sex]}
-        for sex in cells[0]["seconds"]
-    }
+    rows = pd.DataFrame([row for p in paths for row in json.loads(p.read_text())["rows"]])
+    seconds = report.tables["Seconds per run (compile excluded)"].rename(columns={"index": "sex"})
+    seconds.insert(0, "setting", setting)
     return rows, seconds
 
 
@@ -70,9 +67,7 @@ def main():
         .rename(columns=lambda c: f"largest |{c}|")
         .reset_index()
     )
-    times = pd.DataFrame(
-        [{"setting": s, "sex": sex, **t} for s, by_sex in seconds.items() for sex, t in by_sex.items()]
-    )
+    times = pd.concat(seconds.values(), ignore_index=True)
     chains = {s: guo_chains(scale) for s, scale in plan.items()}
     c_s, c_f = chains["short"], chains["full"]
     md = [
