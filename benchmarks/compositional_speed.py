@@ -13,9 +13,12 @@ One DataAugmentationKernel iteration on ``dpjax.models.dirichlet_mean_log`` (d p
 - ``iteration (NUTS α-step)``: the seed's DPMCMC iteration, α by NUTS (tree depth ≤ 5) then the sweep;
 - ``iteration + 5 α-moves``: what ``compositional.dp_mcmc`` runs by default, the same iteration and then
   5 non-centred α-moves with the records held through their Dirichlet transport map (drawing the
-  noise u given the records, then per move rebuilding the n records from u and the new α).
+  noise u given the records, then per move rebuilding the n records from u and the new α);
+- ``reference: regression kernel``: the existing sweep, measured in the same run —
+  ``sweep_speed.py``'s ``kernel`` column (one iteration on the seed's clamped regression, dim T = 9,
+  a conjugate β-step; it has no d, so each d's row measures it again).
 The plain sweep on a low-dimensional statistic (``sweep_speed.py``) is the reference: tens of ns for
-the scan, 70–100 ns per record for a whole iteration on Normal records. The scan on a d-part Dirichlet
+the scan, and for a whole iteration the reference column. The scan on a d-part Dirichlet
 statistic costs the same tens of ns; a Dirichlet proposal costs d Gamma variates, and a Gamma variate
 costs two threefry words (1.4–2.6 ns each since ``dpjax.infer.samplers`` unrolls threefry's rounds;
 ``jax.random``'s rolled ones cost ~4× more), an erf⁻¹, three logs, and the redraw rounds' pass over
@@ -32,6 +35,7 @@ import jax.numpy as jnp
 from _common import best_time, write_results
 from jax import lax
 from numpyro.infer import NUTS
+from sweep_speed import kernel_ns
 
 import dpjax.infer.data_augmentation as da
 from dpjax.infer import DataAugmentationKernel
@@ -107,6 +111,7 @@ MODES = {
     "sweep, jax.random.dirichlet": (iteration_ns, "jax"),
     "iteration (NUTS α-step)": (iteration_ns, "nuts"),
     "iteration + 5 α-moves": (iteration_ns, "moves"),
+    "reference: regression kernel": (lambda n, d, mode, chains, work: kernel_ns(n, chains, work), None),
 }
 
 

@@ -22,7 +22,7 @@ from dpjax.reproduce.compositional import BAYES, atus_study
 
 NAME = "guo_atus_scale_check"
 QUANTITIES = ("mean female", "mean male", "prob", "reject")
-BATCH = 10  # runs per cell file, as atus_study keeps them
+BATCH = 1  # runs per cell file: a full-length run takes over an hour, so each is kept when done
 
 
 def run(setting, runs, scale, methods):
