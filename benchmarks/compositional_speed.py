@@ -115,12 +115,14 @@ MODES = {
 }
 
 
-def write_table(rows, work_scale, name):
+def write_table(
+    rows, work_scale, name, title="DPMCMC on Dirichlet records: ns per record update", intro=None
+):
     cols = list(rows[0])
     md = [
-        "# DPMCMC on Dirichlet records: ns per record update",
+        f"# {title}",
         "",
-        __doc__.split("\n\n", 1)[1].strip(),
+        __doc__.split("\n\n", 1)[1].strip() if intro is None else intro,
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),

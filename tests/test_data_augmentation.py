@@ -1,5 +1,7 @@
 """DataAugmentationKernel against exact posteriors (MCSE z-tests over vectorized chains)."""
 
+import importlib
+
 import arviz as az
 import jax
 import jax.numpy as jnp
@@ -207,6 +209,28 @@ def test_same_key_same_draws_and_records_not_stored():
     assert set(a.get_samples()) == {"mu"}
     np.testing.assert_array_equal(a.get_samples()["mu"], b.get_samples()["mu"])
     assert not np.allclose(a.get_samples()["mu"], c.get_samples()["mu"])
+
+
+@pytest.mark.parametrize("unroll", [2, 8, 33])
+def test_scan_unroll_changes_no_draw(unroll, monkeypatch):
+    """The scan's unroll (record_sweep.UNROLL, by backend) lays the loop out, not the update: the same
+    draws on XLA:CPU (a GPU may fuse the kernel's float arithmetic differently at another unroll)."""
+    sweep = importlib.import_module("dpjax.infer.record_sweep")
+    key, n, d = jax.random.key(3), 100, 4
+    t_old, t_new = (0.05 * jax.random.normal(k, (n, d)) for k in jax.random.split(key))
+    args = (key, [t_old], [t_new], [jnp.full(d, 0.1)], [lambda r: -jnp.abs(r) / 0.2], jnp.arange(n) < 90)
+    a, b = sweep.record_sweep(*args, unroll=1), sweep.record_sweep(*args, unroll=unroll)
+    assert 0 < a.accepted.sum() < 90
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(x, y)
+
+    if jax.default_backend() != "cpu":
+        return
+    kernel = lambda: DataAugmentationKernel(normal_model, theta_update=normal_update)
+    plain = run(kernel(), 20, jnp.array(5.0), 1.0, num_warmup=20, num_samples=30, num_chains=2)
+    monkeypatch.setitem(sweep.UNROLL, jax.default_backend(), unroll)
+    unrolled = run(kernel(), 20, jnp.array(5.0), 1.0, num_warmup=20, num_samples=30, num_chains=2)
+    np.testing.assert_array_equal(plain.get_samples()["mu"], unrolled.get_samples()["mu"])
 
 
 @pytest.mark.parametrize("chain_method", ["sequential", "vectorized", "parallel"])
