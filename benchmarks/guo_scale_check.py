@@ -13,7 +13,7 @@ in results/guo_scale_check[_TAG].cells/<setting>/ when done, so the command resu
 results/guo_scale_check[_TAG].{md,json}.
 
     python benchmarks/guo_scale_check.py [--alpha α₃] [--n 1000] [--eps 0.5] [--datasets 10]
-        [--many 50] [--scale 0.05] [--full-scale 1] [--settings short full many] [--tag TAG]
+        [--many 50] [--scale 0.05] [--full-scale 1] [--settings short full many] [--methods ...] [--tag TAG]
 """
 
 import argparse
@@ -31,12 +31,12 @@ LABELS = {"short": "short", "full": "full chains", "many": "seed's data sets"}
 METRICS = ("MSE α", "MSE E[x|α]", "coverage", "max split-R̂")
 
 
-def run(name, setting, alpha, n, eps, reps, scale):
+def run(name, setting, alpha, n, eps, reps, scale, methods):
     """The per-data-set rows and the seconds per data set of one setting (run, or read back)."""
     folder = RESULTS / f"{name}.cells" / setting
     with cells_folder(folder):
         report = simulation_study(
-            [alpha], [n], [eps], reps, 10_000, guo_chains(scale), METHODS, progress=True
+            [alpha], [n], [eps], reps, 10_000, guo_chains(scale), methods, progress=True
         )
     (cell,) = folder.glob("*.json")  # the one cell's rows (method × data set), as simulation_study kept it
     rows = pd.DataFrame(json.loads(cell.read_text())["rows"])
@@ -56,6 +56,13 @@ def main():
     parser.add_argument("--scale", type=float, default=0.05, help="short chains, as a fraction of the seed's")
     parser.add_argument("--full-scale", type=float, default=1.0, help="the 'full chains' (the seed's: 1)")
     parser.add_argument("--settings", nargs="+", default=list(LABELS), choices=list(LABELS))
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(METHODS),
+        choices=list(METHODS),
+        help="a subset (e.g. without DPreMCMCp4, whose drifting NUTS chains cost most at full length)",
+    )
     parser.add_argument("--tag", default="", help="suffix of the output files (keeps other cells' results)")
     args = parser.parse_args()
     name = NAME + (f"_{args.tag}" if args.tag else "")
@@ -68,11 +75,13 @@ def main():
     for setting in args.settings:
         reps, scale = plan[setting]
         print(f"--- {LABELS[setting]}: {reps} data sets, chains at {scale:g} × the seed's", flush=True)
-        rows[setting], seconds[setting] = run(name, setting, args.alpha, args.n, args.eps, reps, scale)
+        rows[setting], seconds[setting] = run(
+            name, setting, args.alpha, args.n, args.eps, reps, scale, args.methods
+        )
 
     rng = np.random.default_rng(0)
     medians = []
-    for method in METHODS:
+    for method in args.methods:
         for metric in METRICS:
             row = {"method": method, "metric": metric}
             for setting, df in rows.items():
@@ -85,7 +94,7 @@ def main():
     paired = []
     if "short" in rows and "full" in rows:
         both = rows["short"].merge(rows["full"], on=["method", "data set"], suffixes=(" short", " full"))
-        for method in METHODS:
+        for method in args.methods:
             b = both[both["method"] == method]
             ratio = np.log10(b["MSE α full"] / b["MSE α short"])
             dcov = b["coverage full"] - b["coverage short"]

@@ -233,6 +233,15 @@ def test_scan_unroll_changes_no_draw(unroll, monkeypatch):
     np.testing.assert_array_equal(plain.get_samples()["mu"], unrolled.get_samples()["mu"])
 
 
+@pytest.mark.parametrize("unroll", [0, 1.5, True])
+def test_error_scan_unroll(unroll):
+    t = jnp.zeros((5, 2))
+    with pytest.raises(ValueError, match="unroll: expected a positive int"):
+        dpjax.infer.record_sweep(
+            jax.random.key(0), [t], [t], [jnp.zeros(2)], [lambda r: -jnp.abs(r)], unroll=unroll
+        )
+
+
 @pytest.mark.parametrize("chain_method", ["sequential", "vectorized", "parallel"])
 def test_chain_methods_agree(chain_method):
     mcmc = MCMC(

@@ -67,6 +67,8 @@ def record_sweep(
     residuals = tuple(residuals)
     n = t_old[0].shape[0]
     unroll = UNROLL.get(jax.default_backend(), 1) if unroll is None else unroll
+    if isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1:
+        raise ValueError(f"unroll: expected a positive int (scan steps per loop iteration), got {unroll!r}")
     active = jnp.ones(n, bool) if active is None else active
     # one precomputed input stream per site: the residual moves by t(xᵢ) - t(x*ᵢ), and not at all in
     # an inactive slot (whose update, always accepted, is then dropped below), so the scan is unchanged
