@@ -18,14 +18,13 @@ turn.
 """
 
 import argparse
-import importlib
 
 import jax
 from compositional_speed import iteration_ns, part_ns, write_table
 from sweep_speed import kernel_ns
 
-# the module: the package exports the function of the same name
-sweep_module = importlib.import_module("dpjax.infer.record_sweep")
+from dpjax.infer.record_sweep import UNROLL
+
 TITLE = "Record sweep: ns per record update against the scan's unroll"
 
 MODES = {
@@ -38,21 +37,21 @@ MODES = {
 
 def main(unrolls, chain_counts, n, d, modes, work_scale, name):
     backend = jax.default_backend()
-    default = sweep_module.UNROLL.get(backend, 1)
+    default = UNROLL.get(backend, 1)
+    intro = f"{__doc__.split(chr(10) * 2)[0]}\n\n``UNROLL['{backend}']`` at the time of the run: {default}."
     rows = []
     try:
         for chains in chain_counts:
             for unroll in unrolls:
-                sweep_module.UNROLL[backend] = unroll
+                UNROLL[backend] = unroll
                 row = {"backend": backend, "chains": chains, "d": d, "n": n, "unroll": unroll}
                 for label in modes:
                     row[label] = MODES[label](n, d, chains, work_scale)
                 print(row, flush=True)
                 rows.append(row)
-                intro = f"{__doc__.split(chr(10) * 2)[0]}\n\n``UNROLL['{backend}']`` at the time of the run: {default}."
                 write_table(rows, work_scale, name, TITLE, intro)  # after each row: a run cut short keeps it
     finally:
-        sweep_module.UNROLL[backend] = default
+        UNROLL[backend] = default
 
 
 if __name__ == "__main__":

@@ -6,17 +6,14 @@ Prints one line each (the first lines of `results/sweep_unroll_gpu.log` on an H2
     python benchmarks/sweep_unroll_check.py
 """
 
-import importlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from dpjax.infer import DataAugmentationKernel
+from dpjax.infer import DataAugmentationKernel, record_sweep
+from dpjax.infer.record_sweep import UNROLL
 from dpjax.models import dirichlet_mean_log
-
-sweep = importlib.import_module("dpjax.infer.record_sweep")  # the module (the package exports the function)
 
 
 def same(a, b):
@@ -28,13 +25,13 @@ def float_leaves(tree):
 
 
 def main():
-    print(jax.devices(), "default UNROLL", sweep.UNROLL)
+    print(jax.devices(), "default UNROLL", UNROLL)
     key, n, d = jax.random.key(3), 1000, 5
     t_old, t_new = (0.05 * jax.random.normal(k, (n, d)) for k in jax.random.split(key))
     args = (key, [t_old], [t_new], [jnp.full(d, 0.1)], [lambda r: -jnp.abs(r) / 0.2], jnp.arange(n) < 900)
-    ref = sweep.record_sweep(*args, unroll=1)
+    ref = record_sweep(*args, unroll=1)
     for u in (2, 8, 16, 32, 33):
-        out = sweep.record_sweep(*args, unroll=u)
+        out = record_sweep(*args, unroll=u)
         print(
             f"record_sweep unroll={u}: identical={same(float_leaves(ref), float_leaves(out))}; "
             f"accepted {int(out.accepted.sum())}",
@@ -45,10 +42,10 @@ def main():
     release = jnp.log(jnp.maximum(alpha / alpha.sum(), 1e-3))
     kargs = (n, 1e-3, 0.375, release)
     walk = lambda k, r, p: {"alpha": p["alpha"] * jnp.exp(0.01 * jax.random.normal(k, p["alpha"].shape))}
-    backend, default, draws = jax.default_backend(), sweep.UNROLL.get(jax.default_backend(), 1), {}
+    backend, default, draws = jax.default_backend(), UNROLL.get(jax.default_backend(), 1), {}
     try:
         for u in (1, 8, 32):
-            sweep.UNROLL[backend] = u
+            UNROLL[backend] = u
             kernel = DataAugmentationKernel(dirichlet_mean_log, theta_update=walk, noncentred_moves=0)
             state = kernel.init(jax.random.key(0), 0, {"alpha": alpha}, kargs, {})
             state = jax.jit(lambda s: lax.fori_loop(0, 20, lambda i, s: kernel.sample(s, kargs, {}), s))(
@@ -61,7 +58,7 @@ def main():
                 flush=True,
             )
     finally:
-        sweep.UNROLL[backend] = default
+        UNROLL[backend] = default
 
 
 if __name__ == "__main__":

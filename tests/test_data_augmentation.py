@@ -1,7 +1,5 @@
 """DataAugmentationKernel against exact posteriors (MCSE z-tests over vectorized chains)."""
 
-import importlib
-
 import arviz as az
 import jax
 import jax.numpy as jnp
@@ -15,7 +13,8 @@ from scipy.special import betaln, gammaln
 
 import dpjax
 from dpjax.diagnostics import mcse_z
-from dpjax.infer import DataAugmentationKernel, run_chain
+from dpjax.infer import DataAugmentationKernel, record_sweep, run_chain
+from dpjax.infer.record_sweep import UNROLL
 
 Z_MAX = 4.0
 
@@ -215,11 +214,10 @@ def test_same_key_same_draws_and_records_not_stored():
 def test_scan_unroll_changes_no_draw(unroll, monkeypatch):
     """The scan's unroll (record_sweep.UNROLL, by backend) lays the loop out, not the update: the same
     draws on XLA:CPU (a GPU may fuse the kernel's float arithmetic differently at another unroll)."""
-    sweep = importlib.import_module("dpjax.infer.record_sweep")
     key, n, d = jax.random.key(3), 100, 4
     t_old, t_new = (0.05 * jax.random.normal(k, (n, d)) for k in jax.random.split(key))
     args = (key, [t_old], [t_new], [jnp.full(d, 0.1)], [lambda r: -jnp.abs(r) / 0.2], jnp.arange(n) < 90)
-    a, b = sweep.record_sweep(*args, unroll=1), sweep.record_sweep(*args, unroll=unroll)
+    a, b = record_sweep(*args, unroll=1), record_sweep(*args, unroll=unroll)
     assert 0 < a.accepted.sum() < 90
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         np.testing.assert_array_equal(x, y)
@@ -228,7 +226,7 @@ def test_scan_unroll_changes_no_draw(unroll, monkeypatch):
         return
     kernel = lambda: DataAugmentationKernel(normal_model, theta_update=normal_update)
     plain = run(kernel(), 20, jnp.array(5.0), 1.0, num_warmup=20, num_samples=30, num_chains=2)
-    monkeypatch.setitem(sweep.UNROLL, jax.default_backend(), unroll)
+    monkeypatch.setitem(UNROLL, jax.default_backend(), unroll)
     unrolled = run(kernel(), 20, jnp.array(5.0), 1.0, num_warmup=20, num_samples=30, num_chains=2)
     np.testing.assert_array_equal(plain.get_samples()["mu"], unrolled.get_samples()["mu"])
 
@@ -237,9 +235,7 @@ def test_scan_unroll_changes_no_draw(unroll, monkeypatch):
 def test_error_scan_unroll(unroll):
     t = jnp.zeros((5, 2))
     with pytest.raises(ValueError, match="unroll: expected a positive int"):
-        dpjax.infer.record_sweep(
-            jax.random.key(0), [t], [t], [jnp.zeros(2)], [lambda r: -jnp.abs(r)], unroll=unroll
-        )
+        record_sweep(jax.random.key(0), [t], [t], [jnp.zeros(2)], [lambda r: -jnp.abs(r)], unroll=unroll)
 
 
 @pytest.mark.parametrize("chain_method", ["sequential", "vectorized", "parallel"])
