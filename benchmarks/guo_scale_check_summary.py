@@ -67,6 +67,11 @@ def rhat(x):
     return "–" if np.isnan(x) else f"{x:.3f}" if x < 10 else f"{x:.1e}"
 
 
+def both(template, a, b):
+    """Two columns as one column of text, e.g. "a → b" or "a ± b"."""
+    return [template.format(x, y) for x, y in zip(a, b)]
+
+
 def figure(df):
     """Coverage at full length against at 5 %, and the per-data-set range of MSE α full/short."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -121,22 +126,15 @@ def main():
             "cell": df["cell"],
             "method": df["method"],
             "data sets": df["data sets"],
-            "MSE α, 5 % → full": [
-                f"{a:.3g} → {b:.3g}" for a, b in zip(df["MSE α, short"], df["MSE α, full"])
-            ],
-            "per data set, full/5 %": [
-                f"{a:.2f} to {b:.2f}"
-                for a, b in zip(df["MSE α full/short, min"], df["MSE α full/short, max"])
-            ],
-            "coverage, 5 % → full": [
-                f"{a:.3f} → {b:.3f}" for a, b in zip(df["coverage, short"], df["coverage, full"])
-            ],
-            "mean Δ coverage ± s.e.": [
-                f"{a:+.4f} ± {b:.4f}" for a, b in zip(df["mean Δ coverage"], df["Δ coverage s.e."])
-            ],
-            "largest split-R̂, 5 % → full": [
-                f"{rhat(a)} → {rhat(b)}" for a, b in zip(df["max split-R̂, short"], df["max split-R̂, full"])
-            ],
+            "MSE α, 5 % → full": both("{:.3g} → {:.3g}", df["MSE α, short"], df["MSE α, full"]),
+            "per data set, full/5 %": both(
+                "{:.2f} to {:.2f}", df["MSE α full/short, min"], df["MSE α full/short, max"]
+            ),
+            "coverage, 5 % → full": both("{:.3f} → {:.3f}", df["coverage, short"], df["coverage, full"]),
+            "mean Δ coverage ± s.e.": both("{:+.4f} ± {:.4f}", df["mean Δ coverage"], df["Δ coverage s.e."]),
+            "largest split-R̂, 5 % → full": both(
+                "{} → {}", df["max split-R̂, short"].map(rhat), df["max split-R̂, full"].map(rhat)
+            ),
             "s/set, full": df["s/set, full"].round(1),
         }
     )
