@@ -16,9 +16,9 @@ from _common import RESULTS, write_results
 from scipy import stats
 
 from dpjax.reproduce import markdown_table
+from dpjax.reproduce.compositional import BAYES, NO_PRIVACY
 
 NAME = "guo_scale_check_summary"
-CHAINED = ("DPMCMCp1", "DPABCp5", "MCMCp1", "DPreMCMCp4")  # Boots and DPBoots run no chains
 
 
 def cell_rows(path):
@@ -30,7 +30,7 @@ def cell_rows(path):
     full_seconds = next(s for s in d["seconds"] if s["setting"] == "full chains")
     nan = {"short": np.nan, "full chains": np.nan}  # DPABCp5 has no R̂ of its own (its p5 chain is on D₁)
     rows = []
-    for method in CHAINED:
+    for method in BAYES:  # the methods with chains; Boots and DPBoots run none
         if method not in paired:
             continue
         p = paired[method]
@@ -38,7 +38,7 @@ def cell_rows(path):
             {
                 "α": alpha,
                 "n": n,
-                "ε": "10¹⁰" if eps == 1e10 else f"{eps:g}",
+                "ε": "10¹⁰" if eps == NO_PRIVACY else f"{eps:g}",
                 "ε value": eps,
                 "method": method,
                 "data sets": p["data sets"],
@@ -75,13 +75,14 @@ def both(template, a, b):
 def figure(df):
     """Coverage at full length against at 5 %, and the per-data-set range of MSE α full/short."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    colours = dict(zip(CHAINED, plt.get_cmap("tab10").colors))
+    colours = dict(zip(BAYES, plt.get_cmap("tab10").colors))
     for method, g in df.groupby("method", sort=False):
         ax1.errorbar(
             g["coverage, short"],
             g["coverage, full"],
             yerr=2 * g["Δ coverage s.e."],
             fmt="o",
+            mfc="none",  # hollow: the methods that share a coverage stay visible
             color=colours[method],
             label=method,
         )
@@ -89,7 +90,7 @@ def figure(df):
     ax1.set(xlabel="median coverage, chains at 5 %", ylabel="median coverage, full chains (± 2 s.e. of Δ)")
     ax1.legend(loc="upper left", fontsize=8)
     cells = list(dict.fromkeys(df["cell"]))
-    for k, method in enumerate(m for m in CHAINED if m != "DPreMCMCp4"):  # its target is degenerate
+    for k, method in enumerate(m for m in BAYES if m != "DPreMCMCp4"):  # its target is degenerate
         g = df[df["method"] == method].set_index("cell").reindex(cells)
         y = np.arange(len(cells)) + 0.2 * (k - 1)
         lo, hi = g["MSE α full/short, min"], g["MSE α full/short, max"]
@@ -113,7 +114,7 @@ def main():
         raise SystemExit("no results/guo_scale_check*.json: run benchmarks/guo_scale_check.py first")
     df = pd.DataFrame([row for p in files for row in cell_rows(p)])
     df["cell"] = df["α"] + ", n = " + df["n"].astype(str) + ", ε = " + df["ε"]
-    df = df.assign(order=df["method"].map(CHAINED.index)).sort_values(["order", "α", "n", "ε value"])
+    df = df.assign(order=df["method"].map(BAYES.index)).sort_values(["order", "α", "n", "ε value"])
     # paired t-test of Δ coverage = 0 per row (rows whose Δ are all equal, s.e. 0, are left out)
     tested = df[df["Δ coverage s.e."] > 0]
     t = tested["mean Δ coverage"] / tested["Δ coverage s.e."]
