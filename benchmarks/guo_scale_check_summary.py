@@ -109,7 +109,12 @@ def figure(df):
 
 
 def main():
-    files = sorted(p for p in RESULTS.glob("guo_scale_check*.json") if p.stem != NAME)
+    # the study's precision only: a float64 rerun of a cell (a check, `JAX_ENABLE_X64=1`) is not another cell
+    files = sorted(
+        p
+        for p in RESULTS.glob("guo_scale_check*.json")
+        if p.stem != NAME and "float64" not in json.loads(p.read_text())["machine"]
+    )
     if not files:
         raise SystemExit("no results/guo_scale_check*.json: run benchmarks/guo_scale_check.py first")
     df = pd.DataFrame([row for p in files for row in cell_rows(p)])
@@ -125,6 +130,7 @@ def main():
     pooled = df.groupby("method", sort=False).agg(
         mean=("mean Δ coverage", "mean"), se=("Δ coverage s.e.", lambda s: np.sqrt((s**2).sum()) / len(s))
     )
+    pooled["z"] = pooled["mean"] / pooled["se"]
 
     show = pd.DataFrame(
         {
@@ -166,8 +172,9 @@ def main():
         )
         + ".",
         "- Each method's mean Δ coverage averaged over the cells (cells weighted equally, s.e. √(Σ s.e.²) / cells): "
-        + "; ".join(f"{m} {r['mean']:+.4f} ± {r['se']:.4f}" for m, r in pooled.iterrows())
-        + ".",
+        + "; ".join(f"{m} {r['mean']:+.4f} ± {r['se']:.4f} (z {r['z']:+.1f})" for m, r in pooled.iterrows())
+        + f". Largest |z|: {pooled['z'].abs().max():.1f}"
+        + (" (no method's average is 2 s.e. from 0)." if pooled["z"].abs().max() < 2 else "."),
         f"- DPMCMCp1's largest |mean Δ coverage|: {dp['mean Δ coverage'].abs().max():.4f}; its median largest "
         f"split-R̂ at full length: {dp['max split-R̂, full'].min():.3f} to {dp['max split-R̂, full'].max():.3f} "
         f"over the cells (5 %: {dp['max split-R̂, short'].min():.3f} to {dp['max split-R̂, short'].max():.3f}).",

@@ -322,6 +322,24 @@ def test_nonprivate_bootstrap_is_finite_where_parts_underflow():
     assert np.all(np.isfinite(draws)) and np.all(np.abs(np.median(draws, 0) - 0.02) < 0.005), draws
 
 
+def test_study_warns_where_float32_cannot_resolve_the_release_noise():
+    """At ε = 10¹⁰ the Laplace scale (5.5·10⁻¹² at n = 1 000, a = 0.01) is far below float32's spacing
+    at S_L (1.2·10⁻⁷): dp_mcmc raises there, and the study's traced chains must at least warn. At the
+    study's other ε, and in float64, it stays silent."""
+    import warnings
+
+    from dpjax.reproduce.compositional import NO_PRIVACY, _warn_if_round_off_decides
+
+    s_l = np.float32([-1.8, -1.8, -1.8])
+    a = np.array([0.01, 0.001])
+    with pytest.warns(UserWarning, match="round-off decides"):
+        _warn_if_round_off_decides(s_l, a, 1000, 0.25 * NO_PRIVACY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_if_round_off_decides(s_l, a, 5000, 0.25 * 1.5)
+        _warn_if_round_off_decides(s_l.astype(np.float64), a, 1000, 0.25 * NO_PRIVACY)
+
+
 @pytest.mark.slow
 def test_dpboots_percentile_intervals_cover_near_nominal():
     """R = 200 simulated releases (n = 500, ε₁ = 1, a = 1e-3, α = (2.2, 3.3, 4.4)); coverage of the
