@@ -31,6 +31,9 @@ __all__ = [
 
 INFER_KEY = "dpjax"
 ACTIVE_KEY = "dpjax_active"  # infer flag of a record site masked by its records_plate's size
+#: float32 must resolve a release to this fraction of its noise scale: a larger spacing lets round-off,
+#: not the noise, decide the likelihood of a record move
+NOISE_OVER_SPACING = 100
 
 
 class PrivatizedInfo(NamedTuple):
@@ -151,11 +154,11 @@ def _check_release(name, mechanism, per_record, total, obs):
         spacing = float(np.spacing(np.float32(magnitude)))
         scale = float(np.min(np.asarray(mechanism.scale, float))) if known_scale else None
         carried = integers and magnitude < 2.0**24
-        if not carried and (exact or (known_scale and spacing > scale / 100)):
+        if not carried and (exact or (known_scale and spacing > scale / NOISE_OVER_SPACING)):
             need = (
                 "exact integers (float32 holds them only up to 2**24 = 16 777 216)"
                 if exact
-                else f"a spacing below 1/100 of the noise scale {scale:g}"
+                else f"a spacing below 1/{NOISE_OVER_SPACING} of the noise scale {scale:g}"
             )
             raise ValueError(
                 f"privatized site {name!r}: the release or the statistic reaches {magnitude:.10g}, where "

@@ -102,18 +102,20 @@ def _bootstrap(key, s0, n, num_boot):
 
 
 def _warn_if_round_off_decides(release, a, n, epsilon1):
-    """Warn where float32 cannot resolve the Laplace noise of the releases: its spacing at S_L above
-    1/100 of the scale. :func:`dpjax.compositional.dp_mcmc` raises there, but the study's vmapped
-    chains trace the scale and skip that check; round-off, not the noise, then decides which record
-    moves the DP chains accept (ε = 10¹⁰, n = 1 000, a = 0.01: scale 5.5·10⁻¹², spacing 1.2·10⁻⁷)."""
+    """Warn where float32 cannot resolve the Laplace noise of the releases (its spacing at S_L above
+    the scale / ``NOISE_OVER_SPACING``). :func:`dpjax.compositional.dp_mcmc` raises there, but the
+    study's vmapped chains trace the scale and skip that check; round-off, not the noise, then decides
+    which record moves the DP chains accept (ε = 10¹⁰, n = 1 000, a = 0.01: scale 5.5·10⁻¹², spacing
+    1.2·10⁻⁷)."""
     from dpjax.compositional import laplace_scale
+    from dpjax.primitives import NOISE_OVER_SPACING
 
     release = np.asarray(release)
     if release.dtype != np.float32:
         return
     scale = min(laplace_scale(float(aa), release.shape[-1], n, epsilon1) for aa in np.ravel(a))
     spacing = float(np.spacing(np.abs(release).max()))
-    if spacing > scale / 100:
+    if spacing > scale / NOISE_OVER_SPACING:
         warnings.warn(
             f"ε₁ = {epsilon1:g}, n = {n}: the releases' Laplace scale {scale:.2g} is below float32's spacing "
             f"{spacing:.2g} at S_L, so round-off decides which record moves the DP chains accept (their "
