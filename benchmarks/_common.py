@@ -1,7 +1,6 @@
 """Shared helpers for the benchmark scripts: where results go and how they are written."""
 
 import json
-import platform
 import shlex
 import sys
 import time
@@ -10,14 +9,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from dpjax.reproduce._core import machine
+
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def machine() -> str:
-    backend = jax.default_backend()
-    kind = "" if backend == "cpu" else f" ({jax.devices()[0].device_kind})"  # e.g. NVIDIA H100 80GB HBM3
-    x64 = ", float64" if jax.config.jax_enable_x64 else ""  # JAX_ENABLE_X64=1: not JAX's default precision
-    return f"{platform.processor() or platform.machine()}, {jax.device_count()} {backend} device(s){kind}, jax {jax.__version__}{x64}"
 
 
 def write_results(name: str, payload: dict, markdown: str, command: str | None = None) -> None:

@@ -165,12 +165,16 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _machine() -> str:
+def machine() -> str:
+    """Where a result was measured, for the reports here and the tables of ``benchmarks/``."""
     import jax
 
+    backend = jax.default_backend()
+    kind = "" if backend == "cpu" else f" ({jax.devices()[0].device_kind})"  # e.g. NVIDIA H100 80GB HBM3
+    x64 = ", float64" if jax.config.jax_enable_x64 else ""  # JAX_ENABLE_X64=1: not JAX's default precision
     return (
-        f"{platform.processor() or platform.machine()}, {jax.device_count()} {jax.default_backend()} "
-        f"device(s), jax {jax.__version__}"
+        f"{platform.processor() or platform.machine()}, {jax.device_count()} {backend} device(s){kind}, "
+        f"jax {jax.__version__}{x64}"
     )
 
 
@@ -231,14 +235,14 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
         md += ["", f"## {key}", "", markdown_table(df)]
     md += [""] + [f"![{p}]({p})" for p in pngs]
     flag = " --quick" if quick else ""
-    md += ["", f"_{_machine()}, {when}, {seconds:.0f} s; `dpjax reproduce {name}{flag}`._", ""]
+    md += ["", f"_{machine()}, {when}, {seconds:.0f} s; `dpjax reproduce {name}{flag}`._", ""]
     (out / f"{name}.md").write_text("\n".join(md))
     payload = {
         "experiment": name,
         "source": exp.source,
         "title": report.title,
         "quick": quick,
-        "machine": _machine(),
+        "machine": machine(),
         "date": when,
         "seconds": seconds,
         "settings": report.settings,
