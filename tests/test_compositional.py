@@ -26,7 +26,7 @@ from dpjax.compositional import (
     select_threshold,
     sensitivity,
 )
-from dpjax.compositional.diagnostics import censoring_diagnostics, plot_censoring
+from dpjax.compositional.diagnostics import censored_moments, censoring_diagnostics, plot_censoring
 from dpjax.compositional.dpboots import dpboots, truncated_laplace_statistic
 
 ALPHA = np.array([2.2, 3.3, 4.4])
@@ -395,6 +395,30 @@ def test_censoring_diagnostics_match_quadrature_and_simulation(alpha):
     assert abs(frac - float(diag.censored_fraction[2])) < 4 * np.sqrt(0.25 / x.size) + 1e-12
 
 
+@pytest.mark.parametrize(
+    "alpha, a",
+    [((0.5, 0.5, 0.5), 0.01), ((2.0, 20.0, 2.0), 0.01), ((0.3, 0.8), 0.2), ((0.4, 0.6, 0.9, 1.5, 3.0), 0.05)],
+)
+def test_censored_moments_match_simulation(alpha, a):
+    """Mean and covariance of log max(x, a) under Dirichlet(α) against 400 000 draws: every entry
+    within 4 Monte Carlo s.e. (the mean's and each covariance entry's own), where censoring is heavy
+    (α = (0.5, 0.5, 0.5), a = 0.01: 10 % of each part; the uncensored law is 0.20 off in each mean) and
+    with d = 2 (no two parts can be below a) and d = 5. Differentiable in α, and n divides the
+    covariance."""
+    mean, cov = (np.asarray(v, float) for v in censored_moments(alpha, a))
+    x = np.random.default_rng(3).dirichlet(alpha, size=400_000)
+    logs = np.log(np.maximum(x, a))
+    centred = logs - logs.mean(0)
+    z = (logs.mean(0) - mean) / (logs.std(0) / np.sqrt(len(x)))
+    assert np.all(np.abs(z) < 4), z
+    products = centred[:, :, None] * centred[:, None, :]
+    z_cov = (products.mean(0) - cov) / (products.std(0) / np.sqrt(len(x)))
+    assert np.all(np.abs(z_cov) < 4), z_cov
+    np.testing.assert_allclose(np.asarray(censored_moments(alpha, a, n=50)[1]), cov / 50, rtol=1e-6)
+    grad = jax.grad(lambda al: jnp.sum(censored_moments(al, a)[1]) + jnp.sum(censored_moments(al, a)[0]))
+    assert np.all(np.isfinite(np.asarray(grad(jnp.asarray(alpha, jnp.float32)))))
+
+
 def test_plot_censoring_returns_a_figure():
     from matplotlib.figure import Figure
 
@@ -440,6 +464,8 @@ X3 = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
         (lambda: censoring_diagnostics([1.0], 0.01), r"`alpha` must be .* d ≥ 2"),
         (lambda: censoring_diagnostics([1.0, -1.0], 0.01), r"`alpha` must be"),
         (lambda: censoring_diagnostics([1.0, 1.0], 1.0), r"0 < a < 1"),
+        (lambda: censored_moments([1.0, 1.0, 1.0], 0.4), r"0 < a < 1/d"),
+        (lambda: censored_moments([1.0, 0.0], 0.1), r"`alpha` must be"),
     ],
 )
 def test_bad_inputs_raise_clear_value_errors(call, match):

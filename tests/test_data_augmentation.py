@@ -1,5 +1,7 @@
 """DataAugmentationKernel against exact posteriors (MCSE z-tests over vectorized chains)."""
 
+import warnings
+
 import arviz as az
 import jax
 import jax.numpy as jnp
@@ -13,7 +15,7 @@ from scipy.special import betaln, gammaln
 
 import dpjax
 from dpjax.diagnostics import mcse_z
-from dpjax.infer import DataAugmentationKernel, record_sweep, run_chain
+from dpjax.infer import DataAugmentationKernel, StickyRecordsWarning, record_sweep, run_chain
 from dpjax.infer.record_sweep import UNROLL
 
 Z_MAX = 4.0
@@ -313,6 +315,25 @@ def test_run_chain_thinning_keeps_every_kth_draw_and_uses_init_params():
     assert not np.array_equal(first[0], np.asarray(run(num_samples=1, collect=lambda s: s.records["x"])[0]))
     with pytest.raises(ValueError, match="thinning"):
         run(num_samples=10, thinning=0)
+
+
+def test_frozen_records_warn_at_the_end_of_warmup_and_of_run_chain():
+    """Noise s.d. 10⁻³ on Σxᵢ, which one record moves by about 1: the records stop moving once Σxᵢ is
+    near the release, and μ's draws are μ | those records. NumPyro's MCMC warns at the end of warmup,
+    run_chain (vmapped over replicates) from its final state; at s.d. 1 the records move, no warning."""
+    kernel = DataAugmentationKernel(normal_model, theta_update=normal_update, noncentred_moves=0)
+    replicates = lambda sd: jax.vmap(
+        lambda k: run_chain(kernel, k, (30, 5.0, sd), num_warmup=50, num_samples=20)
+    )(jax.random.split(jax.random.key(2), 2))  # fmt: skip
+    with pytest.warns(StickyRecordsWarning, match="2 of 2 chains .* less than once in 1 000 sweeps"):
+        mcmc = run(kernel, 30, 5.0, 1e-3, num_warmup=50, num_samples=20, num_chains=2)
+    assert float(np.mean(mcmc.get_extra_fields()["record_accept_rate"])) < 1e-2
+    with pytest.warns(StickyRecordsWarning, match="less than once"):  # one callback per replicate
+        replicates(1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StickyRecordsWarning)
+        run(kernel, 30, 5.0, 1.0, num_warmup=50, num_samples=20, num_chains=2)
+        replicates(1.0)
 
 
 def test_vectorized_mcmc_takes_one_init_value_per_chain():

@@ -1,11 +1,11 @@
 """Dirichlet methods for compositional data under differential privacy (Guo, Barrientos & Peña).
 
-Curator side (:mod:`.release`): the censored statistic S₀(D, a), its sensitivity, the threshold
-score and Algorithm 1 (DPss). Frequentist side: the Dirichlet MLE from a mean-log statistic
-(:mod:`.mle`) and the DP parametric bootstrap, Algorithm 2 (DPBoots, :mod:`.dpboots`). The
-censoring diagnostics of §3.1.1 are in :mod:`.diagnostics`; :func:`load_atus` reads the ATUS
-time-use compositions. Bayesian side (:mod:`.bayes`): DPMCMC, DPreMCMC, DPABC (with
-dpjax's exact ABC beside it), DPapprox and the priors p1–p5.
+Curator side (:mod:`.release`): the censored statistic S₀(D, a), its sensitivity, the threshold score and
+Algorithm 1 (DPss). Frequentist side: the Dirichlet MLE from a mean-log statistic (:mod:`.mle`) and the
+DP parametric bootstrap, Algorithm 2 (DPBoots, :mod:`.dpboots`). The censoring diagnostics of §3.1.1 and
+the censored statistic's mean and covariance are in :mod:`.diagnostics`; :func:`load_atus` reads the
+ATUS time-use compositions. Bayesian side (:mod:`.bayes`): DPMCMC, DPreMCMC, DPABC (with dpjax's exact
+ABC beside it), DPapprox and the priors p1–p5.
 """
 
 from .bayes import (
@@ -29,7 +29,7 @@ from .bayes import (
     record_acceptance_bound,
 )
 from .data import ATUS_PARTS, load_atus
-from .diagnostics import CensoringDiagnostics, censoring_diagnostics, plot_censoring
+from .diagnostics import CensoringDiagnostics, censored_moments, censoring_diagnostics, plot_censoring
 from .dpboots import DPBootsResult, TruncatedDraw, dpboots, truncated_laplace_statistic
 from .mle import DirichletMLE, dirichlet_fisher_information, dirichlet_mle, inv_digamma
 from .release import (
@@ -73,6 +73,7 @@ __all__ = [
     "SCORE_SENSITIVITY",
     "TruncatedDraw",
     "censored_mean_log",
+    "censored_moments",
     "censoring_diagnostics",
     "dirichlet_fisher_information",
     "dirichlet_mle",

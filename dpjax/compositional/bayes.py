@@ -36,7 +36,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax import lax, random
 from jax.scipy.special import digamma, gammainc, gammaln, ndtri, polygamma
-from numpyro.infer import MCMC, NUTS, HMCGibbs
+from numpyro.infer import MCMC, NUTS, HMCGibbs, init_to_median
 from scipy import special as sp
 from scipy import stats
 
@@ -47,6 +47,7 @@ from ..mechanisms.base import check_key, concrete, positive
 from ..models.dirichlet import _parts, dirichlet_mean_log, sample_alpha
 from ..primitives import privatized
 from .data import check_size, check_threshold
+from .diagnostics import censored_moments
 from .dpboots import dpboots
 
 __all__ = [
@@ -147,8 +148,11 @@ def dp_mcmc(
         :func:`elicit_priors`).
     :param max_tree_depth: of the inner NUTS over α (α | D is nearly Gaussian on the log scale).
     :param init_records: optional ``(n, d)`` starting records (e.g. the confidential data in a
-        check of the ε → ∞ limit, where record moves are essentially never accepted), the same for
-        every chain.
+        check of the ε → ∞ limit), the same for every chain. Where one record moves S₀ by far more
+        than the noise (ε₁ in the thousands at n = 30) record moves are essentially never accepted:
+        the kernel raises :class:`~dpjax.infer.StickyRecordsWarning`, and the draws are those of
+        α | the starting records. There :func:`dp_approx` with ``censored=True`` gives the CLT
+        posterior given the release itself.
     :param noncentred_moves: random-walk α-moves per iteration with the records held as
         Wilson–Hilferty noise (:mod:`dpjax.infer.noncentred`; exact). ``"auto"`` (default): 5, or
         the outcome of a timed pilot with 1 000 or more warmup iterations (DataAugmentationKernel).
@@ -495,12 +499,15 @@ def _moments(alpha, n):
     return mu, cov / n
 
 
-def dp_approx_model(n, a, epsilon1, release=None, *, prior=None, d: int | None = None):
+def dp_approx_model(
+    n, a, epsilon1, release=None, *, prior=None, d: int | None = None, censored: bool = False
+):
     """Model (6) of the seed with Bernstein & Sheldon's augmentation: α ~ prior; S₀ ~ N(μ_α, Σ_α / n)
     (site ``s0``; μ_α = ψ(α) − ψ(α₀), Σ_α = diag ψ′(α) − ψ′(α₀) 𝟏𝟏ᵀ, the CLT for a mean of n rows —
     the seed writes Σ_α, the law of one row); vⱼ ~ Exponential(rate 1/(2b²)) (site ``v``) and
     s_Lⱼ ~ N(S₀ⱼ, vⱼ), which integrates to s_L = S₀ + Laplace(0, b), b = −d log(a)/(n ε₁). The
-    censoring at a is ignored (as in the seed).
+    censoring at a is ignored (as in the seed) unless ``censored=True``: then μ_α and Σ_α are the
+    mean and covariance of log max(x, a) (:func:`~dpjax.compositional.censored_moments`).
 
     >>> import jax, numpyro
     >>> numpyro.infer.Predictive(dp_approx_model, num_samples=2)(jax.random.key(0), 100, 0.01, 1.0,
@@ -509,11 +516,16 @@ def dp_approx_model(n, a, epsilon1, release=None, *, prior=None, d: int | None =
     """
     d = _parts(release, prior, d)
     alpha = sample_alpha(prior, d)
-    mu, cov = _moments(alpha, n)
+    mu, cov = _law(n, a, censored)(alpha)
     s0 = numpyro.sample("s0", dist.MultivariateNormal(mu, covariance_matrix=cov))
     b = laplace_scale(a, d, n, epsilon1)
     v = numpyro.sample("v", dist.Exponential(1.0 / (2 * b**2)).expand([d]).to_event(1))
     numpyro.sample("s_L", dist.Normal(s0, jnp.sqrt(v)).to_event(1), obs=release)
+
+
+def _law(n, a, censored):
+    """α ↦ (mean, covariance) of the CLT law of S₀(D, a), with or without its censoring."""
+    return (lambda alpha: censored_moments(alpha, a, n)) if censored else (lambda alpha: _moments(alpha, n))
 
 
 def _inverse_gaussian(key, mean, shape):
@@ -526,7 +538,7 @@ def _inverse_gaussian(key, mean, shape):
     return jnp.where(u <= mean / (mean + x), x, mean * mean / x)
 
 
-def _approx_gibbs(release, n, b):
+def _approx_gibbs(release, law, b):
     """Bernstein & Sheldon's exact draws: 1/vⱼ | S₀ ~ InverseGaussian(1/(b|s_Lⱼ − S₀ⱼ|), 1/b²)
     (Park & Casella), then S₀ | α, v, s_L ~ N (conjugate)."""
 
@@ -535,7 +547,7 @@ def _approx_gibbs(release, n, b):
         alpha, s0 = hmc_sites["alpha"], gibbs_sites["s0"]
         r = jnp.maximum(jnp.abs(release - s0), jnp.finfo(s0.dtype).tiny)
         v = 1.0 / _inverse_gaussian(k_v, 1.0 / (b * r), jnp.full_like(r, 1.0 / b**2))
-        mu, cov = _moments(alpha, n)
+        mu, cov = law(alpha)
         total = cov + jnp.diag(v)
         mean = mu + cov @ jnp.linalg.solve(total, release - mu)
         post = cov - cov @ jnp.linalg.solve(total, cov)
@@ -559,12 +571,20 @@ def dp_approx(
     num_chains: int = 1,
     chain_method: str = "sequential",
     progress_bar: bool = False,
+    censored: bool = False,
 ) -> MCMC:
     """DPapprox (seed §3.3.4): the posterior of model (6), :func:`dp_approx_model`, by
     ``numpyro.infer.HMCGibbs``: NUTS for α | S₀ and Bernstein & Sheldon's exact Gibbs draws of the
     mixing variances and S₀. For model (4) (DPapprox p3, p4) pass the second release with n = n₂ and
     the prior from :func:`elicit_priors`. Returns the MCMC object. (``HMCGibbs`` runs several chains
     ``"sequential"`` or ``"parallel"``, not ``"vectorized"``.)
+
+    ``censored=False`` (the seed's) takes S₀(D, a) for the uncensored mean log, biased where parts
+    fall below a (at α = (0.5, 0.5, 0.5), a = 0.01 each E log max(xⱼ, a) exceeds E log xⱼ by 0.20).
+    ``censored=True`` uses the censored statistic's own mean and covariance
+    (:func:`~dpjax.compositional.censored_moments`); as ε → ∞ its posterior is the CLT posterior
+    given S₀(D, a) itself, which DPMCMC's record moves cannot reach there (they change S₀ by far more
+    than the noise: :class:`~dpjax.infer.StickyRecordsWarning`).
 
     >>> import jax, jax.numpy as jnp
     >>> m = dp_approx(  # doctest: +SKIP
@@ -577,7 +597,11 @@ def dp_approx(
     release, n, a, epsilon1, d = _check_common(release, n, a, epsilon1, prior)
     _check_gradient_prior(prior)
     b = laplace_scale(a, d, n, epsilon1)
-    kernel = HMCGibbs(NUTS(dp_approx_model), gibbs_fn=_approx_gibbs(release, n, b), gibbs_sites=["s0", "v"])
+    gibbs = _approx_gibbs(release, _law(n, a, censored), b)
+    # censored: start α at the prior's median, not anywhere in (e⁻², e²): at αⱼ ≲ 0.003 the censored
+    # variance is ψ′(αⱼ) ≈ 1/αⱼ² less nearly all of it, lost to float32 cancellation
+    nuts = NUTS(functools.partial(dp_approx_model, censored=censored), init_strategy=init_to_median)
+    kernel = HMCGibbs(nuts if censored else NUTS(dp_approx_model), gibbs_fn=gibbs, gibbs_sites=["s0", "v"])
     mcmc = MCMC(
         kernel,
         num_warmup=_check_count(num_warmup, "num_warmup", 0),

@@ -2,7 +2,7 @@
 
 from .abc import ABCResult, ISResult, SlowABCWarning, abc_importance, exact_abc
 from .birth_death import BirthDeathResult, birth_death
-from .data_augmentation import DAState, DataAugmentationKernel, RoundOffWarning
+from .data_augmentation import DAState, DataAugmentationKernel, RoundOffWarning, StickyRecordsWarning
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
@@ -28,6 +28,7 @@ __all__ = [
     "PseudoMarginalWarning",
     "RoundOffWarning",
     "SlowABCWarning",
+    "StickyRecordsWarning",
     "SweepResult",
     "abc_importance",
     "accept_records",

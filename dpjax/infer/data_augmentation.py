@@ -61,7 +61,11 @@ from .record_sweep import accept_records, record_sweep
 from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
 
-__all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning"]
+__all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
+
+# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (A
+# proposal equal to its record counts as accepted, so discrete records can freeze unflagged.)
+STICKY_RATE = 1e-3
 
 
 class DAState(NamedTuple):
@@ -161,6 +165,33 @@ ROUND_OFF_POINTS = 16
 
 class RoundOffWarning(UserWarning):
     """float32 round-off in a log density large enough to stall NUTS/HMC (enable 64-bit floats)."""
+
+
+class StickyRecordsWarning(UserWarning):
+    """The record sweep barely moves the imputed records: θ's draws are those of θ | those records."""
+
+
+def _report_sticky(is_end, rate):
+    """Host side of the end-of-warmup check (a ``jax.debug.callback``, so it runs under jit and vmap)."""
+    is_end, rate = np.atleast_1d(np.asarray(is_end)), np.atleast_1d(np.asarray(rate, dtype=float))
+    if not is_end.any():
+        return
+    rate = rate[np.broadcast_to(is_end, rate.shape)]
+    stuck = rate < STICKY_RATE
+    if not stuck.any():
+        return
+    warnings.warn(
+        f"DataAugmentationKernel: {int(stuck.sum())} of {stuck.size} chains accept record moves with mean "
+        f"probability {rate.min():.2g} (the lowest; below {STICKY_RATE:g}): each record is expected to move "
+        "less than once in 1 000 sweeps, so θ's draws are those of θ given nearly fixed records (wherever "
+        "they started). They are the posterior given the release only if those records' statistic matches "
+        "the release within its noise and is sufficient for θ. One record moves the released statistic by "
+        "far more than the noise scale here (a large ε: an ε-DP release bounds the acceptance below by "
+        "e^(−ε) only). Compare chains started at different records (r_hat), or use an approximation built "
+        "for this limit.",
+        StickyRecordsWarning,
+        stacklevel=1,
+    )
 
 
 class DataAugmentationKernel(PerChainKernel):
@@ -303,6 +334,20 @@ class DataAugmentationKernel(PerChainKernel):
         if self._size_moves:
             fields += ("birth_accept_rate", "death_accept_rate", "capacity_blocked", "near_capacity")
         return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
+
+    def _check_step(self, state, new):
+        if self._num_warmup > 0:
+            # decided on one chain's counter (all chains share it): one callback, at the end of warmup
+            is_end = state.iteration == self._num_warmup - 1
+            jax.lax.cond(
+                jnp.reshape(is_end, -1)[0],
+                lambda a: jax.debug.callback(_report_sticky, *a),
+                lambda a: None,
+                (is_end, new.record_accept_rate),
+            )
+
+    def check_end(self, state):
+        jax.debug.callback(_report_sticky, True, state.record_accept_rate)
 
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"

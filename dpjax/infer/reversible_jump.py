@@ -210,10 +210,12 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             )
 
     def _check_step(self, state, new):
+        super()._check_step(state, new)
         # after the vmap over chains, so the host is called only when a birth was refused
         _warn_when_blocked(jnp.sum(new.capacity_blocked - state.capacity_blocked), self._size_bounds[1])
 
     def check_end(self, state):
+        super().check_end(state)
         jax.debug.callback(partial(_warn_blocked, capacity=self._size_bounds[1]), state.capacity_blocked)
 
     def _jumps(
