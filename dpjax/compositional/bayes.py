@@ -598,10 +598,10 @@ def dp_approx(
     _check_gradient_prior(prior)
     b = laplace_scale(a, d, n, epsilon1)
     gibbs = _approx_gibbs(release, _law(n, a, censored), b)
-    # censored: start α at the prior's median, not anywhere in (e⁻², e²): at αⱼ ≲ 0.003 the censored
-    # variance is ψ′(αⱼ) ≈ 1/αⱼ² less nearly all of it, lost to float32 cancellation
+    # α starts at the prior's median, not anywhere in (e⁻², e²): at αⱼ ≲ 0.003 the censored variance is
+    # ψ′(αⱼ) ≈ 1/αⱼ² less nearly all of it, lost to float32 cancellation
     nuts = NUTS(functools.partial(dp_approx_model, censored=censored), init_strategy=init_to_median)
-    kernel = HMCGibbs(nuts if censored else NUTS(dp_approx_model), gibbs_fn=gibbs, gibbs_sites=["s0", "v"])
+    kernel = HMCGibbs(nuts, gibbs_fn=gibbs, gibbs_sites=["s0", "v"])
     mcmc = MCMC(
         kernel,
         num_warmup=_check_count(num_warmup, "num_warmup", 0),
