@@ -336,6 +336,27 @@ def test_frozen_records_warn_at_the_end_of_warmup_and_of_run_chain():
         replicates(1.0)
 
 
+def test_frozen_discrete_records_warn_though_half_their_proposals_repeat_them():
+    """Bernoulli records under ε = 30 on their count: once the count meets the release no record flips
+    (each flip costs e^{-30}). Proposals equal to their record (about half of them) change nothing and
+    are left out of the rate; counted as accepted they kept it near 0.5 and the freeze unflagged."""
+    frozen = dpjax.LaplaceMechanism(epsilon=30.0, sensitivity=1.0)
+    kernel = DataAugmentationKernel(
+        lambda: bernoulli_model(40, [jnp.array(20.0)], [frozen]), theta_update=beta_update
+    )
+    with pytest.warns(StickyRecordsWarning, match="2 of 2 chains"):
+        mcmc = run(kernel, num_warmup=100, num_samples=50, num_chains=2)
+    assert float(np.max(mcmc.get_extra_fields()["record_accept_rate"])) < 1e-6
+    free = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+    kernel = DataAugmentationKernel(
+        lambda: bernoulli_model(40, [jnp.array(20.0)], [free]), theta_update=beta_update
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StickyRecordsWarning)
+        mcmc = run(kernel, num_warmup=100, num_samples=50, num_chains=2)
+    assert float(np.min(mcmc.get_extra_fields()["record_accept_rate"])) >= np.exp(-1.0) - 1e-6
+
+
 def test_vectorized_mcmc_takes_one_init_value_per_chain():
     """numpyro.infer.MCMC gives init_params with a leading chain axis: each chain starts at its own."""
     kernel = DataAugmentationKernel(normal_model, theta_update=normal_update, noncentred_moves=0)

@@ -63,8 +63,9 @@ from .soma import place_records, soma_sweep
 
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
 
-# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (A
-# proposal equal to its record counts as accepted, so discrete records can freeze unflagged.)
+# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (The
+# plain sweep's rate leaves out proposals equal to their record, so frozen discrete records are flagged
+# too; SOMA's still counts an offer that swaps a record for an equal one, so there they may not be.)
 STICKY_RATE = 1e-3
 
 
@@ -75,7 +76,8 @@ class DAState(NamedTuple):
     - **records** – current latent records (records along axis 0); not collected by default.
     - **statistics** – ``{site: T}``, the confidential statistic of the imputed database.
     - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
-    - **record_accept_rate** – mean record acceptance probability of the last sweep.
+    - **record_accept_rate** – mean record acceptance probability of the last sweep, over the proposals
+      that differ from their record (1 when none does).
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
     - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
       the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
@@ -192,6 +194,13 @@ def _report_sticky(is_end, rate):
         StickyRecordsWarning,
         stacklevel=1,
     )
+
+
+def _differs(proposals, records):
+    """bool ``(n,)``: which proposals differ from their record (in any site or element)."""
+    return jnp.stack(
+        [jnp.any(jnp.reshape(proposals[k] != v, (v.shape[0], -1)), axis=1) for k, v in records.items()]
+    ).any(0)
 
 
 class DataAugmentationKernel(PerChainKernel):
@@ -664,6 +673,10 @@ class DataAugmentationKernel(PerChainKernel):
         """Host-side checks that would otherwise give silently wrong draws."""
         spec = self._spec
         self._supports = {k: tr[k]["fn"].support for k in spec.theta}
+        # only records of discrete sites alone can be proposed again unchanged (continuous: probability 0)
+        self._discrete_records = bool(spec.latent_records) and all(
+            tr[k]["fn"].support.is_discrete for k in spec.latent_records
+        )
         improper = [k for k in spec.theta if isinstance(base_distribution(tr[k]["fn"]), dist.ImproperUniform)]
         # θ held fixed (the MCEM E-step, `held_theta_kernel`): θ's prior is never used, so it may be improper
         if improper and not isinstance(self._theta_update, HeldTheta):
@@ -791,7 +804,13 @@ class DataAugmentationKernel(PerChainKernel):
             result = soma_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
             records = place_records(result.source, proposals, state.records)
         else:
-            result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
+            # a proposal equal to its record changes nothing: out of the sweep it is also out of the
+            # acceptance rate, where it would count as accepted and hide discrete records that never move
+            moving = active
+            if self._discrete_records:
+                differs = _differs(proposals, state.records)
+                moving = differs if active is None else active & differs
+            result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, moving)
             records = accept_records(result.accepted, proposals, state.records)
         log_eta = result.log_density
         residuals = result.residuals

@@ -30,8 +30,8 @@ UNROLL = {"cpu": 1, "gpu": 8}
 class SweepResult(NamedTuple):
     """- **accepted** – bool ``(n,)``, which proposals replaced their record.
     - **residuals** – tuple of ``s - T`` per privatized site after the sweep.
-    - **accept_rate** – mean Metropolis acceptance probability over the sweep (≥ e^{-ε} for a
-      pure ε-DP release, by the seed's Proposition 3.1).
+    - **accept_rate** – mean Metropolis acceptance probability over the sweep's active slots (≥ e^{-ε}
+      for a pure ε-DP release, by the seed's Proposition 3.1; 1 without active slots).
     - **log_density** – log η(s | T) after the sweep (non-finite: the chain left the support)."""
 
     accepted: jax.Array
@@ -94,7 +94,8 @@ def record_sweep(
     (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u), unroll=unroll)
     accepted = accepted & active
     alpha = jnp.where(active, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
-    rate = jnp.sum(alpha) / jnp.maximum(jnp.sum(active), 1)
+    count = jnp.sum(active)
+    rate = jnp.where(count > 0, jnp.sum(alpha) / jnp.maximum(count, 1), 1.0)  # no update, none refused
     return SweepResult(accepted, residuals, rate, logp)
 
 
