@@ -1,6 +1,7 @@
-"""What the release tells of α as ε → ∞ where censoring is heavy: α₂ = (0.5, 0.5, 0.5), a = 0.01 (10 % of
-each part lies below a, the threshold DPss picks there at ε = 10¹⁰), n = 1 000, prior p1, ε₁ = 0.25·10¹⁰
-(Laplace scale 5.5·10⁻¹²: the release is S₀(D, a) itself). Three posteriors per simulated data set:
+"""What the release tells of α as ε → ∞ where censoring is heavy: α₂ = (0.5, 0.5, 0.5) by default (or another
+study α: ``--alpha α₄``), a = 0.01 (at α₂ 10 % of each part lies below a; a = 0.01 is the threshold DPss picks
+at ε = 10¹⁰ for every study α but α₁, which sometimes gets 0.1), n = 1 000, prior p1, ε₁ = 0.25·10¹⁰
+(Laplace scale 5.5·10⁻¹² at d = 3: the release is S₀(D, a) itself). Three posteriors per simulated data set:
 
 * **α | D** — NUTS on the Dirichlet likelihood of the records (MCMCp1). The study's DPMCMCp1 at ε = 10¹⁰
   returns this: its records start at the data and never move (``StickyRecordsWarning``).
@@ -13,7 +14,9 @@ each part lies below a, the threshold DPss picks there at ε = 10¹⁰), n = 1 0
 Per method: the study's MSE of α (over draws, median over data sets), the median posterior s.d. of α₀ and
 of each αⱼ, and how often the 95 % equal-tailed interval of αⱼ and of α₀ holds the true value.
 
-    JAX_ENABLE_X64=1 python benchmarks/guo_eps_limit.py [--datasets 20] [--n 1000]
+    JAX_ENABLE_X64=1 python benchmarks/guo_eps_limit.py [--alpha α₂] [--datasets 20] [--n 1000]
+
+Results: ``results/guo_eps_limit.{md,json}`` for α₂, ``results/guo_eps_limit_alpha4.{md,json}`` for α₄, etc.
 """
 
 import argparse
@@ -27,9 +30,8 @@ from _common import table, write_results
 from numpyro.infer import MCMC, NUTS
 
 from dpjax.compositional import censored_mean_log, censoring_diagnostics, dp_approx
-from dpjax.reproduce.compositional import _exact_p1
+from dpjax.reproduce.compositional import ALPHAS, _exact_p1
 
-ALPHA = np.array([0.5, 0.5, 0.5])
 A, EPS1 = 0.01, 0.25 * 1e10
 WARMUP, SAMPLES, CHAINS = 500, 2000, 2
 
@@ -77,14 +79,16 @@ def covers(draws, truth):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--alpha", default="α₂", choices=list(ALPHAS))
     parser.add_argument("--datasets", type=int, default=20)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=SAMPLES, help="kept draws per chain")
     args = parser.parse_args()
     if jnp.result_type(float) != jnp.float64:
         raise SystemExit("Run with JAX_ENABLE_X64=1: float32 cannot resolve a Laplace scale of 5.5e-12.")
+    alpha = np.asarray(ALPHAS[args.alpha])
     rng = np.random.default_rng(2026)
-    data = [rng.dirichlet(ALPHA, size=args.n) for _ in range(args.datasets)]
+    data = [rng.dirichlet(alpha, size=args.n) for _ in range(args.datasets)]
     keys = np.asarray(jax.random.key_data(jax.random.split(jax.random.key(12), args.datasets)))
     rows, per_set, secs = {}, [], {}
     # each MCMC call compiles anew, and a long process runs out of memory maps for the compiled code
@@ -93,16 +97,16 @@ def main():
         results = pool.imap(_posteriors_of, [(k, x, args.draws) for k, x in zip(keys, data)])
         results = list(_progress(results, args.datasets))
     for draws, t in results:
-        flat = {k: v.reshape(-1, len(ALPHA)) for k, v in draws.items()}
+        flat = {k: v.reshape(-1, len(alpha)) for k, v in draws.items()}
         for k, v in flat.items():
             secs.setdefault(k, []).append(t[k])
             r = rows.setdefault(k, {"mse": [], "sd0": [], "sdj": [], "cover_j": [], "cover0": [], "mean": []})
-            r["mse"].append(np.mean(np.sum((v - ALPHA) ** 2, 1)))
+            r["mse"].append(np.mean(np.sum((v - alpha) ** 2, 1)))
             r["sd0"].append(v.sum(1).std())
             r["sdj"].append(v.std(0))
             r["mean"].append(v.mean(0))
-            r["cover_j"].append(covers(v, ALPHA))
-            r["cover0"].append(bool(covers(v.sum(1), ALPHA.sum())))
+            r["cover_j"].append(covers(v, alpha))
+            r["cover0"].append(bool(covers(v.sum(1), alpha.sum())))
         per_set.append(
             {k: {"mean": v.mean(0), "sd": v.std(0), "sd α₀": v.sum(1).std()} for k, v in flat.items()}
         )
@@ -117,22 +121,25 @@ def main():
             "median s.d. αⱼ": float(np.median(r["sdj"])),
             "95 % interval holds αⱼ": float(np.mean(r["cover_j"])),
             "95 % interval holds α₀": float(np.mean(r["cover0"])),
-            "mean E[αⱼ] − αⱼ": float(np.mean(np.asarray(r["mean"]) - ALPHA)),
+            "mean E[αⱼ] − αⱼ": float(np.mean(np.asarray(r["mean"]) - alpha)),
             "s per data set": float(np.median(secs[k])),
         }
         for k, r in rows.items()
     ]
-    diag = censoring_diagnostics(ALPHA, A)
+    diag = censoring_diagnostics(alpha, A)
+    below = ", ".join(f"{v:.3g}" for v in np.asarray(diag.censored_prob))
+    bias = ", ".join(f"{v:.3g}" for v in np.asarray(diag.bias))
     md = [
-        "# ε → ∞ with heavy censoring: the posterior given S₀(D, a) against α | D",
+        "# ε → ∞ under censoring: the posterior given S₀(D, a) against α | D",
         "",
-        f"α = ({', '.join(f'{v:g}' for v in ALPHA)}), n = {args.n}, a = {A} (each part below a with probability "
-        f"{float(diag.censored_prob[0]):.3f}; E log max(xⱼ, a) − E log xⱼ = {float(diag.bias[0]):.3f}), "
+        f"{args.alpha} = ({', '.join(f'{v:g}' for v in alpha)}), n = {args.n}, a = {A} (each part below a with "
+        f"probability {below}; E log max(xⱼ, a) − E log xⱼ = {bias}), "
         f"ε₁ = {EPS1:.3g}, prior p1, {args.datasets} data sets, {CHAINS} chains × ({WARMUP} + {args.draws}) each.",
         "",
         *table(summary, [(k, (lambda k: lambda r: _fmt(r[k]))(k)) for k in summary[0]]),
     ]
-    write_results("guo_eps_limit", {"summary": summary, "per_data_set": per_set}, "\n".join(md))
+    name = "guo_eps_limit" + ("" if args.alpha == "α₂" else f"_alpha{list(ALPHAS).index(args.alpha) + 1}")
+    write_results(name, {"alpha": args.alpha, "summary": summary, "per_data_set": per_set}, "\n".join(md))
     print("\n".join(md))
 
 

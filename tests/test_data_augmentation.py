@@ -338,15 +338,18 @@ def test_frozen_records_warn_at_the_end_of_warmup_and_of_run_chain():
 
 def test_frozen_discrete_records_warn_though_half_their_proposals_repeat_them():
     """Bernoulli records under ε = 30 on their count: once the count meets the release no record flips
-    (each flip costs e^{-30}). Proposals equal to their record (about half of them) change nothing and
-    are left out of the rate; counted as accepted they kept it near 0.5 and the freeze unflagged."""
+    (each flip costs e^{-30}). Proposals equal to their record (about half of them) change nothing: the
+    seed's record_accept_rate counts them as accepted and stays near 0.5, record_move_rate leaves them out
+    and shows the freeze, and the warning reads it."""
     frozen = dpjax.LaplaceMechanism(epsilon=30.0, sensitivity=1.0)
     kernel = DataAugmentationKernel(
         lambda: bernoulli_model(40, [jnp.array(20.0)], [frozen]), theta_update=beta_update
     )
     with pytest.warns(StickyRecordsWarning, match="2 of 2 chains"):
-        mcmc = run(kernel, num_warmup=100, num_samples=50, num_chains=2)
-    assert float(np.max(mcmc.get_extra_fields()["record_accept_rate"])) < 1e-6
+        mcmc = run(kernel, num_warmup=100, num_samples=50, num_chains=2, extra_fields=("record_move_rate",))
+    fields = mcmc.get_extra_fields()
+    assert float(np.max(fields["record_move_rate"])) < 1e-6
+    assert 0.3 < float(np.mean(fields["record_accept_rate"])) < 0.7
     free = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
     kernel = DataAugmentationKernel(
         lambda: bernoulli_model(40, [jnp.array(20.0)], [free]), theta_update=beta_update

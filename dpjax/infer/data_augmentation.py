@@ -64,8 +64,8 @@ from .soma import place_records, soma_sweep
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
 
 # Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (The
-# plain sweep's rate leaves out proposals equal to their record, so frozen discrete records are flagged
-# too; SOMA's still counts an offer that swaps a record for an equal one, so there they may not be.)
+# plain sweep's move rate leaves out proposals equal to their record, so frozen discrete records are
+# flagged too; SOMA's still counts an offer that swaps a record for an equal one, so there they may not be.)
 STICKY_RATE = 1e-3
 
 
@@ -76,8 +76,12 @@ class DAState(NamedTuple):
     - **records** – current latent records (records along axis 0); not collected by default.
     - **statistics** – ``{site: T}``, the confidential statistic of the imputed database.
     - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
-    - **record_accept_rate** – mean record acceptance probability of the last sweep, over the proposals
-      that differ from their record (1 when none does).
+    - **record_accept_rate** – mean record acceptance probability of the last sweep (the seed's: a
+      proposal equal to its record counts as accepted).
+    - **record_move_rate** – the same over the proposals that differ from their record (1 when none
+      does). Equal to ``record_accept_rate`` for continuous records; for discrete ones it shows records
+      that never move, which the proposals that repeat them hide from ``record_accept_rate``
+      (:class:`StickyRecordsWarning` reads it).
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
     - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
       the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
@@ -101,6 +105,7 @@ class DAState(NamedTuple):
     statistics: dict
     theta_state: Any
     record_accept_rate: jax.Array
+    record_move_rate: jax.Array
     accept_prob: jax.Array
     diverging: jax.Array
     nc: Any
@@ -352,11 +357,11 @@ class DataAugmentationKernel(PerChainKernel):
                 jnp.reshape(is_end, -1)[0],
                 lambda a: jax.debug.callback(_report_sticky, *a),
                 lambda a: None,
-                (is_end, new.record_accept_rate),
+                (is_end, new.record_move_rate),
             )
 
     def check_end(self, state):
-        jax.debug.callback(_report_sticky, True, state.record_accept_rate)
+        jax.debug.callback(_report_sticky, True, state.record_move_rate)
 
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"
@@ -627,6 +632,7 @@ class DataAugmentationKernel(PerChainKernel):
             statistics=statistics,
             theta_state=theta_state,
             record_accept_rate=jnp.array(1.0),
+            record_move_rate=jnp.array(1.0),
             accept_prob=jnp.array(1.0),
             diverging=jnp.array(False),
             nc=nc,
@@ -803,15 +809,20 @@ class DataAugmentationKernel(PerChainKernel):
         if self._record_update == "soma":
             result = soma_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
             records = place_records(result.source, proposals, state.records)
+            accept_rate = move_rate = result.accept_rate
         else:
-            # a proposal equal to its record changes nothing: out of the sweep it is also out of the
-            # acceptance rate, where it would count as accepted and hide discrete records that never move
             moving = active
             if self._discrete_records:
+                # a proposal equal to its record changes nothing: left out of the sweep, it is left out of
+                # the move rate too, where it would count as accepted and hide records that never move
                 differs = _differs(proposals, state.records)
                 moving = differs if active is None else active & differs
             result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, moving)
             records = accept_records(result.accepted, proposals, state.records)
+            accept_rate = move_rate = result.accept_rate
+            if self._discrete_records:  # the seed's rate: each of the (slots − m) repeats is accepted
+                slots, m = (differs.shape[0] if active is None else jnp.sum(active)), jnp.sum(moving)
+                accept_rate = jnp.where(slots > 0, (move_rate * m + slots - m) / jnp.maximum(slots, 1), 1.0)
         log_eta = result.log_density
         residuals = result.residuals
         nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
@@ -876,7 +887,8 @@ class DataAugmentationKernel(PerChainKernel):
             records=records,
             statistics=statistics,
             theta_state=theta_state,
-            record_accept_rate=result.accept_rate,
+            record_accept_rate=accept_rate,
+            record_move_rate=move_rate,
             accept_prob=accept_prob,
             diverging=diverging,
             nc=nc,
