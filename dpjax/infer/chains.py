@@ -68,6 +68,32 @@ def checks_at_end():
         _CHECKS_AT_END.reset(token)
 
 
+def report_at_end_of_warmup(iteration, num_warmup, value, report):
+    """Calls ``report(values)`` on the host with the chains' ``value`` after their last warmup iteration
+    (``iteration == num_warmup - 1``): a ``lax.cond`` on one chain's counter (all chains share it)
+    around a ``jax.debug.callback``, so NumPyro's vectorized chains call the host once. Under an outer
+    ``vmap`` the ``cond`` is a ``select`` and the host is called every iteration; the host side then
+    keeps the chains whose iteration ended warmup, and calls ``report`` only if there are any."""
+    is_end = iteration == num_warmup - 1
+    jax.lax.cond(
+        jnp.reshape(is_end, -1)[0],
+        lambda a: jax.debug.callback(partial(_report_ended, report), *a),
+        lambda a: None,
+        (is_end, value),
+    )
+
+
+def report_now(value, report):
+    """``report(values)`` on the host with every chain's ``value`` (for ``check_end``)."""
+    jax.debug.callback(partial(_report_ended, report), True, value)
+
+
+def _report_ended(report, is_end, value):
+    is_end, value = np.atleast_1d(np.asarray(is_end)), np.atleast_1d(np.asarray(value, dtype=float))
+    if is_end.any():
+        report(value[np.broadcast_to(is_end, value.shape)])
+
+
 def first_key(rng_key):
     """One key of ``rng_key`` or of a batch of chain keys."""
     return rng_key if is_prng_key(rng_key) else rng_key[0]

@@ -46,7 +46,14 @@ from .auto_moves import (
     pilot_moves,
     remembered,
 )
-from .chains import PerChainKernel, check_init_params, first_key, records_hidden
+from .chains import (
+    PerChainKernel,
+    check_init_params,
+    first_key,
+    records_hidden,
+    report_at_end_of_warmup,
+    report_now,
+)
 from .noncentred import (
     AUTO_POISSON_RATE,
     POISSON_RATE_LIMIT,
@@ -178,12 +185,8 @@ class StickyRecordsWarning(UserWarning):
     """The record sweep barely moves the imputed records: θ's draws are those of θ | those records."""
 
 
-def _report_sticky(is_end, rate):
-    """Host side of the end-of-warmup check (a ``jax.debug.callback``, so it runs under jit and vmap)."""
-    is_end, rate = np.atleast_1d(np.asarray(is_end)), np.atleast_1d(np.asarray(rate, dtype=float))
-    if not is_end.any():
-        return
-    rate = rate[np.broadcast_to(is_end, rate.shape)]
+def _report_sticky(rate):
+    """Host side of the sticky-records check: ``rate`` holds each checked chain's record move rate."""
     stuck = rate < STICKY_RATE
     if not stuck.any():
         return
@@ -351,17 +354,10 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:
-            # decided on one chain's counter (all chains share it): one callback, at the end of warmup
-            is_end = state.iteration == self._num_warmup - 1
-            jax.lax.cond(
-                jnp.reshape(is_end, -1)[0],
-                lambda a: jax.debug.callback(_report_sticky, *a),
-                lambda a: None,
-                (is_end, new.record_move_rate),
-            )
+            report_at_end_of_warmup(state.iteration, self._num_warmup, new.record_move_rate, _report_sticky)
 
     def check_end(self, state):
-        jax.debug.callback(_report_sticky, True, state.record_move_rate)
+        report_now(state.record_move_rate, _report_sticky)
 
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"

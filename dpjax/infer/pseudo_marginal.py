@@ -17,14 +17,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax, random
+from jax import random
 from jax.flatten_util import ravel_pytree
 from jax.scipy.special import logsumexp
 from numpyro.distributions import biject_to
 
 from ..primitives import simulate
 from .abc import _spec
-from .chains import PerChainKernel, check_init_params, records_hidden
+from .chains import PerChainKernel, check_init_params, records_hidden, report_at_end_of_warmup, report_now
 from .rwm import adapt, empty_moments, proposer
 
 __all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
@@ -101,12 +101,8 @@ def _pooled_sd(log_s1, log_s2, n, m):
     return jnp.where(log_s1 == -jnp.inf, jnp.inf, sd)
 
 
-def _report_check(is_end, sd, num_simulations):
-    """Host side of the end-of-warmup check (a ``jax.debug.callback``, so it runs under jit and vmap)."""
-    is_end, sd = np.atleast_1d(np.asarray(is_end)), np.atleast_1d(np.asarray(sd, dtype=float))
-    if not is_end.any():
-        return
-    sd = sd[np.broadcast_to(is_end, sd.shape)]
+def _report_check(sd, num_simulations):
+    """Host side of the end-of-warmup check: ``sd`` holds each checked chain's log-likelihood s.d."""
     worst = np.nanmax(sd) if not np.isnan(sd).all() else np.nan
     if not worst > MAX_LOG_LIK_SD:
         return
@@ -248,23 +244,14 @@ class PseudoMarginalABC(PerChainKernel):
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:
-            # decided on one chain's counter (all chains share it), so under NumPyro's vectorized
-            # chains the check costs nothing but one callback; under an outer vmap the host side
-            # filters by `is_end`
-            is_end = state.i == self._num_warmup - 1
-            lax.cond(
-                jnp.reshape(is_end, -1)[0],
-                lambda a: jax.debug.callback(self._report, *a),
-                lambda a: None,
-                (is_end, new.warmup_log_lik_sd),
-            )
+            report_at_end_of_warmup(state.i, self._num_warmup, new.warmup_log_lik_sd, self._report)
 
     def check_end(self, state):
         if self._num_warmup > 0:  # warmup_log_lik_sd keeps its end-of-warmup value
-            jax.debug.callback(self._report, True, state.warmup_log_lik_sd)
+            report_now(state.warmup_log_lik_sd, self._report)
 
-    def _report(self, is_end, sd):
-        _report_check(is_end, sd, num_simulations=self._num_simulations)
+    def _report(self, sd):
+        _report_check(sd, num_simulations=self._num_simulations)
 
     # ---------------------------------------------------------------- internals
     def _weigh(self, key, theta, args, kwargs, records=None):
