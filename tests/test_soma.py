@@ -70,6 +70,27 @@ def test_accepts_more_than_the_plain_sweep_on_a_weak_release():
     assert soma > plain, rates
 
 
+def test_move_rate_bounds_the_acceptance_and_leaves_repeats_out():
+    """Continuous offers change every slot they take: the move rate is a lower bound on the acceptance
+    within a factor 2 (mean over sweeps). Offers equal to every record are repeats: accepted, but no
+    move (move rate 1: no offer could move), while one real move is counted."""
+    rates = []
+    for seed in range(10):
+        k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
+        x_old, x_new = jax.random.normal(k1, (40,)), jax.random.normal(k2, (40,))
+        res = (jnp.array(1.5) - x_old.sum(),)
+        out = soma_sweep(k3, (x_old,), (x_new,), res, [dpjax.LaplaceMechanism(0.5, 1.0).log_noise_density])
+        rates.append((float(out.accept_rate), float(out.move_rate)))
+    accept, move = np.mean(rates, axis=0)
+    assert move <= accept <= 2 * move, rates
+    ones = jnp.ones(40)
+    log_noise = [dpjax.LaplaceMechanism(30.0, 1.0).log_noise_density]
+    repeats = soma_sweep(jax.random.key(0), (ones,), (ones,), (jnp.array(0.0),), log_noise)
+    assert float(repeats.accept_rate) == 1.0 and float(repeats.move_rate) == 1.0
+    frozen = soma_sweep(jax.random.key(0), (ones,), (ones.at[:20].set(0.0),), (jnp.array(0.0),), log_noise)
+    assert float(frozen.accept_rate) > 0.4 and float(frozen.move_rate) < 1e-6
+
+
 def test_errors():
     with pytest.raises(ValueError, match="record_update"):
         DataAugmentationKernel(lambda: None, record_update="all-at-once")

@@ -21,6 +21,15 @@ Priors (Table 1): p1 (:func:`dpjax.models.dirichlet_prior_p1`, Gamma(1, 0.1) per
 first release S_L(D₁, a), :func:`elicit_priors` gives p2 (DPBoots draws), p3 (independent Gamma
 fits to them) and p4 (a Gaussian copula with those Gamma marginals); :func:`prior_p5` gives draws of
 p5 (the DPMCMC posterior of D₁). p2 and p5 are sets of draws: ABC uses them as empirical priors.
+
+Many data sets: :func:`dp_mcmc`, :func:`dp_remcmc` and :func:`dp_approx` each build a
+``numpyro.infer.MCMC`` and compile its chain on every call (about 6 s for :func:`dp_mcmc` at n = 20
+on a 2-core CPU). Under NumPyro 0.22 JAX's caches also keep every such compiled loop for the rest of
+the process (its sampling loop takes a fresh ``jax.jit`` wrapper as a static argument): about 1 000
+memory maps per :func:`dp_mcmc` call against Linux's default limit of 65 530, so a loop of ~60 calls
+fails with LLVM's "Cannot allocate memory". ``jax.clear_caches()`` between calls frees them. For a
+simulation study, ``jax.vmap`` :func:`dpjax.infer.run_chain` over the data sets instead, which compiles
+once per cell (as :func:`dpjax.reproduce.compositional.run_methods` does).
 """
 
 from __future__ import annotations

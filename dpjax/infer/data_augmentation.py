@@ -70,9 +70,9 @@ from .soma import place_records, soma_sweep
 
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
 
-# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (The
-# plain sweep's move rate leaves out proposals equal to their record, so frozen discrete records are
-# flagged too; SOMA's still counts an offer that swaps a record for an equal one, so there they may not be.)
+# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (Both
+# sweeps' move rates leave out offers that change nothing: the plain sweep's proposals equal to their
+# record, SOMA's swaps for a record with the same statistic; so frozen discrete records are flagged too.)
 STICKY_RATE = 1e-3
 
 
@@ -88,7 +88,7 @@ class DAState(NamedTuple):
     - **record_move_rate** – the same over the proposals that differ from their record (1 when none
       does). Equal to ``record_accept_rate`` for continuous records; for discrete ones it shows records
       that never move, which the proposals that repeat them hide from ``record_accept_rate``
-      (:class:`StickyRecordsWarning` reads it).
+      (:class:`StickyRecordsWarning` reads it). Under ``record_update="soma"``: ``SomaResult.move_rate``.
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
     - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
       the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
@@ -805,7 +805,7 @@ class DataAugmentationKernel(PerChainKernel):
         if self._record_update == "soma":
             result = soma_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
             records = place_records(result.source, proposals, state.records)
-            accept_rate = move_rate = result.accept_rate
+            accept_rate, move_rate = result.accept_rate, result.move_rate
         else:
             moving = active
             if self._discrete_records:

@@ -33,12 +33,18 @@ __all__ = ["SomaResult", "place_records", "soma_sweep"]
 class SomaResult(NamedTuple):
     """- **source** – int ``(n,)``: which proposal now fills each slot, −1 where the record stayed.
     - **residuals** – tuple of ``s − T`` per privatized site after the sweep.
-    - **accept_rate** – mean acceptance probability ``min(1, W / W')`` over the offers.
+    - **accept_rate** – mean acceptance probability ``min(1, W / W')`` over the offers (1 when none
+      is made).
+    - **move_rate** – mean probability that an offer changes a slot's statistic, over the offers
+      that differ in statistic from some active slot (1 when none does); a lower bound, at least
+      half the true value. Swapping a record for one with the same statistic (a repeat, for discrete
+      records) is accepted but moves nothing: ``accept_rate`` counts it, and frozen records hide there.
     - **log_density** – log η(s | T) after the sweep."""
 
     source: jax.Array
     residuals: tuple
     accept_rate: jax.Array
+    move_rate: jax.Array
     log_density: jax.Array
 
 
@@ -75,12 +81,18 @@ def soma_sweep(
         log_total_rev = logsumexp(log_w.at[i].set(logp))
         log_alpha = log_total - log_total_rev
         accept = (log_u < log_alpha) & jnp.isfinite(log_total) & made
+        # P(the chosen slot's statistic changes and the swap is accepted) is P(it changes) · c to 2c,
+        # c = W / (W + η(R)): each slot's min(1, W / W') lies between c (W' ≤ W + η(R)) and min(1, W / η(R))
+        differs = sum(jnp.any((t != s).reshape(n, -1), axis=1) for t, s in zip(t_cur, t_star)) > 0
+        can_move = jnp.isfinite(log_total) & made & jnp.any(differs & active)  # else a repeat, left out
+        p_differs = jnp.sum(jnp.where(differs, jnp.exp(log_w - log_total), 0.0))
+        move = jnp.where(can_move, p_differs * jnp.exp(log_total - jnp.logaddexp(log_total, logp)), 0.0)
         res = tuple(jnp.where(accept, r + t[i] - s, r) for r, t, s in zip(res, t_cur, t_star))
         t_cur = tuple(jnp.where(accept, t.at[i].set(s), t) for t, s in zip(t_cur, t_star))
         source = jnp.where(accept, source.at[i].set(k), source)
         logp = jnp.where(accept, log_w[i], logp)
         alpha = jnp.where(jnp.isfinite(log_total) & made, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
-        return (res, logp, t_cur, source), alpha
+        return (res, logp, t_cur, source), (alpha, move, can_move)
 
     keys = random.split(rng_key, n + 1)
     log_u = jnp.log(uniform(keys[0], (n,)))
@@ -88,9 +100,12 @@ def soma_sweep(
     # as many offers as active records (the plain sweep's count of updates)
     made = jnp.arange(n) < jnp.sum(active)
     xs = (tuple(t_new), keys[1:], log_u, jnp.arange(n), made)
-    (residuals, logp, _, source), alpha = lax.scan(step, init, xs)
-    rate = jnp.sum(alpha) / jnp.maximum(jnp.sum(made), 1)
-    return SomaResult(source, residuals, rate, logp)
+    (residuals, logp, _, source), (alpha, moves, can_move) = lax.scan(step, init, xs)
+    rate, move_rate = (
+        jnp.where(count > 0, jnp.sum(a) / jnp.maximum(count, 1), 1.0)  # no offer, none refused
+        for a, count in ((alpha, jnp.sum(made)), (moves, jnp.sum(can_move)))
+    )
+    return SomaResult(source, residuals, rate, move_rate, logp)
 
 
 def place_records(source, proposals: dict, records: dict) -> dict:
