@@ -64,7 +64,7 @@ from .noncentred import (
     noncentred_moves,
     representable,
 )
-from .record_sweep import accept_records, record_sweep
+from .record_sweep import accept_records, record_sweep, rows_differ
 from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
 
@@ -202,13 +202,6 @@ def _report_sticky(rate):
         StickyRecordsWarning,
         stacklevel=1,
     )
-
-
-def _differs(proposals, records):
-    """bool ``(n,)``: which proposals differ from their record (in any site or element)."""
-    return jnp.stack(
-        [jnp.any(jnp.reshape(proposals[k] != v, (v.shape[0], -1)), axis=1) for k, v in records.items()]
-    ).any(0)
 
 
 class DataAugmentationKernel(PerChainKernel):
@@ -811,7 +804,7 @@ class DataAugmentationKernel(PerChainKernel):
             if self._discrete_records:
                 # a proposal equal to its record changes nothing: left out of the sweep, it is left out of
                 # the move rate too, where it would count as accepted and hide records that never move
-                differs = _differs(proposals, state.records)
+                differs = rows_differ([proposals[k] for k in state.records], state.records.values())
                 moving = differs if active is None else active & differs
             result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, moving)
             records = accept_records(result.accepted, proposals, state.records)

@@ -18,7 +18,7 @@ from jax import lax
 
 from .samplers import uniform
 
-__all__ = ["SweepResult", "accept_records", "record_sweep"]
+__all__ = ["SweepResult", "accept_records", "mean_rate", "record_sweep", "rows_differ"]
 
 # scan steps per loop iteration, by backend (``jax.default_backend()``). A GPU pays ~6 µs per loop
 # iteration however many chains it carries, which an unrolled body shares out (an H200: the d = 5 scan
@@ -94,9 +94,20 @@ def record_sweep(
     (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u), unroll=unroll)
     accepted = accepted & active
     alpha = jnp.where(active, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
-    count = jnp.sum(active)
-    rate = jnp.where(count > 0, jnp.sum(alpha) / jnp.maximum(count, 1), 1.0)  # no update, none refused
-    return SweepResult(accepted, residuals, rate, logp)
+    return SweepResult(accepted, residuals, mean_rate(alpha, jnp.sum(active)), logp)
+
+
+def mean_rate(alpha, count):
+    """``sum(alpha) / count``, the mean acceptance over ``count`` updates; 1 when there is none (none was
+    refused)."""
+    return jnp.where(count > 0, jnp.sum(alpha) / jnp.maximum(count, 1), 1.0)
+
+
+def rows_differ(rows, others):
+    """bool ``(n,)``: which rows of the arrays ``rows`` (each ``(n, ...)``) differ, in any array or
+    element, from ``others`` (arrays of the same shapes, or of one row's shape to compare every row with)."""
+    n = rows[0].shape[0]
+    return jnp.stack([jnp.any(jnp.reshape(a != b, (n, -1)), axis=1) for a, b in zip(rows, others)]).any(0)
 
 
 def accept_records(accepted, proposals: dict, records: dict) -> dict:

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from jax import lax, random
 from jax.scipy.special import logsumexp
 
+from .record_sweep import mean_rate, rows_differ
 from .samplers import uniform
 
 __all__ = ["SomaResult", "place_records", "soma_sweep"]
@@ -80,18 +81,19 @@ def soma_sweep(
         log_total = logsumexp(log_w)
         log_total_rev = logsumexp(log_w.at[i].set(logp))
         log_alpha = log_total - log_total_rev
-        accept = (log_u < log_alpha) & jnp.isfinite(log_total) & made
+        offered = jnp.isfinite(log_total) & made
+        accept = (log_u < log_alpha) & offered
         # P(the chosen slot's statistic changes and the swap is accepted) is P(it changes) · c to 2c,
         # c = W / (W + η(R)): each slot's min(1, W / W') lies between c (W' ≤ W + η(R)) and min(1, W / η(R))
-        differs = sum(jnp.any((t != s).reshape(n, -1), axis=1) for t, s in zip(t_cur, t_star)) > 0
-        can_move = jnp.isfinite(log_total) & made & jnp.any(differs & active)  # else a repeat, left out
+        differs = rows_differ(t_cur, t_star)
+        can_move = offered & jnp.any(differs & active)  # else a repeat, left out
         p_differs = jnp.sum(jnp.where(differs, jnp.exp(log_w - log_total), 0.0))
         move = jnp.where(can_move, p_differs * jnp.exp(log_total - jnp.logaddexp(log_total, logp)), 0.0)
         res = tuple(jnp.where(accept, r + t[i] - s, r) for r, t, s in zip(res, t_cur, t_star))
         t_cur = tuple(jnp.where(accept, t.at[i].set(s), t) for t, s in zip(t_cur, t_star))
         source = jnp.where(accept, source.at[i].set(k), source)
         logp = jnp.where(accept, log_w[i], logp)
-        alpha = jnp.where(jnp.isfinite(log_total) & made, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
+        alpha = jnp.where(offered, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
         return (res, logp, t_cur, source), (alpha, move, can_move)
 
     keys = random.split(rng_key, n + 1)
@@ -101,10 +103,7 @@ def soma_sweep(
     made = jnp.arange(n) < jnp.sum(active)
     xs = (tuple(t_new), keys[1:], log_u, jnp.arange(n), made)
     (residuals, logp, _, source), (alpha, moves, can_move) = lax.scan(step, init, xs)
-    rate, move_rate = (
-        jnp.where(count > 0, jnp.sum(a) / jnp.maximum(count, 1), 1.0)  # no offer, none refused
-        for a, count in ((alpha, jnp.sum(made)), (moves, jnp.sum(can_move)))
-    )
+    rate, move_rate = mean_rate(alpha, jnp.sum(made)), mean_rate(moves, jnp.sum(can_move))
     return SomaResult(source, residuals, rate, move_rate, logp)
 
 
