@@ -28,7 +28,7 @@ def cell_rows(path):
     med = {(r["method"], r["metric"]): r for r in d["medians"]}
     paired = {r["method"]: r for r in d["paired"]}
     full_seconds = next(s for s in d["seconds"] if s["setting"] == "full chains")
-    nan = {"short": np.nan, "full chains": np.nan}  # DPABCp5 has no R̂ of its own (its p5 chain is on D₁)
+    nan = {"short": np.nan, "full chains": np.nan}  # none recorded (DPABCp5: its p5 chain's, from 2026-12-02)
     rows = []
     for method in BAYES:  # the methods with chains; Boots and DPBoots run none
         if method not in paired:

@@ -61,6 +61,13 @@ def _compiled(fn, *args):
     return out, time.perf_counter() - t, t_compile
 
 
+def _rhat(rhat, method, r):
+    """Data set ``r``'s largest split-R̂ for ``method``'s row: DPABCp5 runs no chain of its own, but its
+    prior p5 is a chain's draws, so its row carries that chain's (NaN for the methods without one)."""
+    values = rhat.get("p5" if method == "DPABCp5" else method)
+    return np.nan if values is None else values[r]
+
+
 def _max_rhat(chains):
     from numpyro.diagnostics import split_gelman_rubin
 
@@ -131,7 +138,8 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
 
     Returns ``(draws, seconds, info)``: per method an ``(R, m, d)`` array of α draws (bootstrap
     draws for Boots/DPBoots), per method the run time of the batch (compilation excluded) and its
-    compilation time, and per data set the threshold a, and the largest split-R̂ of each chain method.
+    compilation time, and per data set the threshold a, and the largest split-R̂ of each chain (the
+    chain methods', and ``"p5"``: the chain that draws DPABCp5's prior).
     ``methods``: the subset to run (the quick runs keep the cheap ones and DPMCMCp1).
     """
     from numpyro.infer import NUTS
@@ -353,7 +361,7 @@ def simulation_study(
         rows = [
             {**cell, "method": method, "data set": r, "a": info["a"][r]}
             | _metrics(draws[method][r], alpha, rng, m_eval)
-            | {"max split-R̂": np.nan if info["rhat"].get(method) is None else info["rhat"][method][r]}
+            | {"max split-R̂": _rhat(info["rhat"], method, r)}
             for method in methods
             for r in range(reps)
         ]
