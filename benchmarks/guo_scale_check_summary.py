@@ -109,11 +109,15 @@ def figure(df):
 
 
 def main():
-    # the study's precision only: a float64 rerun of a cell (a check, `JAX_ENABLE_X64=1`) is not another cell
+    # cells run at both lengths, in the study's precision: a float64 rerun of a cell (a check,
+    # `JAX_ENABLE_X64=1`) is not another cell, nor is a rerun of one length alone
+    def is_cell(d):
+        return "float64" not in d["machine"] and {"short", "full"} <= set(d["settings"])
+
     files = sorted(
         p
         for p in RESULTS.glob("guo_scale_check*.json")
-        if p.stem != NAME and "float64" not in json.loads(p.read_text())["machine"]
+        if p.stem != NAME and is_cell(json.loads(p.read_text()))
     )
     if not files:
         raise SystemExit("no results/guo_scale_check*.json: run benchmarks/guo_scale_check.py first")
