@@ -162,27 +162,19 @@ def test_compositional_studies_resume_after_their_last_finished_cell(study, tmp_
             pd.testing.assert_frame_equal(resumed.tables[key], again.tables[key], check_dtype=False)
 
 
-def test_guo_simulation_rows_carry_the_split_rhat_of_dpabc_p5s_prior_chain(monkeypatch):
+def test_guo_simulation_rows_carry_the_split_rhat_of_dpabc_p5s_prior_chain():
     """DPABCp5 runs no chain of its own, but its prior p5 is a chain's draws: its rows carry that
     chain's largest split-R̂, so a prior that has not mixed shows in the tables (it was computed and
-    dropped before). Boots runs no chain: NaN."""
+    dropped before). DPBoots runs no chain: NaN. A real, tiny run: 2 data sets of 40 records."""
     import numpy as np
 
     from dpjax.reproduce import compositional as comp
 
-    def fake_run_methods(key, x, epsilon, cfg, progress=False, methods=comp.METHODS):
-        r, _, d = x.shape
-        draws = {m: np.random.default_rng(0).gamma(50.0, 0.1, (r, 40, d)) for m in methods}
-        rhat = {"DPMCMCp1": np.full(r, 1.01), "p5": np.array([1.7, 1.3])}
-        seconds = {m: 0.5 for m in methods} | {"p5 (DPMCMC on D₁)": 1.0}
-        return draws, seconds, {"a": np.full(r, 1e-3), "rhat": rhat, "compile": {}}
-
-    monkeypatch.setattr(comp, "run_methods", fake_run_methods)
-    methods = ("Boots", "DPMCMCp1", "DPABCp5")
-    report = comp.simulation_study(["α₁"], [30], [1.5], 2, 200, comp._settings(True), methods)
+    cfg = dict(chains=2, warmup=20, samples=20, thin=1, boot=50, proposals=200, b=5)
+    report = comp.simulation_study(["α₁"], [40], [1.5], 2, 100, cfg, ("DPBoots", "DPABCp5"))
     rhat = report.tables["Median over data sets per cell"].set_index("method")["max split-R̂"]
-    assert rhat["DPABCp5"] == pytest.approx(1.5) and rhat["DPMCMCp1"] == pytest.approx(1.01)
-    assert np.isnan(rhat["Boots"])
+    assert np.isfinite(rhat["DPABCp5"]) and rhat["DPABCp5"] > 0.5
+    assert np.isnan(rhat["DPBoots"])
 
 
 def test_awan_atus_full_run_refuses_float32():

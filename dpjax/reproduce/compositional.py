@@ -61,13 +61,6 @@ def _compiled(fn, *args):
     return out, time.perf_counter() - t, t_compile
 
 
-def _rhat(rhat, method, r):
-    """Data set ``r``'s largest split-R̂ for ``method``'s row: DPABCp5 runs no chain of its own, but its
-    prior p5 is a chain's draws, so its row carries that chain's (NaN for the methods without one)."""
-    values = rhat.get("p5" if method == "DPABCp5" else method)
-    return np.nan if values is None else values[r]
-
-
 def _max_rhat(chains):
     from numpyro.diagnostics import split_gelman_rubin
 
@@ -138,8 +131,8 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
 
     Returns ``(draws, seconds, info)``: per method an ``(R, m, d)`` array of α draws (bootstrap
     draws for Boots/DPBoots), per method the run time of the batch (compilation excluded) and its
-    compilation time, and per data set the threshold a, and the largest split-R̂ of each chain (the
-    chain methods', and ``"p5"``: the chain that draws DPABCp5's prior).
+    compilation time, and per data set the threshold a, and the largest split-R̂ of each chain method
+    (DPABCp5's is that of the chain that draws its prior p5: its own draws come from no chain).
     ``methods``: the subset to run (the quick runs keep the cheap ones and DPMCMCp1).
     """
     from numpyro.infer import NUTS
@@ -225,7 +218,7 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
         init = {"x": jnp.asarray(x[:, :n1])} if huge else None
         wrap = lambda ks, aa, s, i: _chains_inner(kern, ks, (n1, aa, e1, s), cfg, i)
         out, seconds["p5 (DPMCMC on D₁)"], _ = _compiled(jax.vmap(wrap), chain_keys(), a, s_split[:, 0], init)
-        p5, rhat["p5"] = _flatten(out)
+        p5, rhat["DPABCp5"] = _flatten(out)
         t = time.perf_counter()
         abc = [  # np.asarray inside the timer: JAX dispatches asynchronously
             np.asarray(dp_abc(k, s_split[i, 1], n=n2, a=a_host[i], epsilon1=e1, prior=p5[i],
@@ -361,7 +354,7 @@ def simulation_study(
         rows = [
             {**cell, "method": method, "data set": r, "a": info["a"][r]}
             | _metrics(draws[method][r], alpha, rng, m_eval)
-            | {"max split-R̂": _rhat(info["rhat"], method, r)}
+            | {"max split-R̂": np.nan if info["rhat"].get(method) is None else info["rhat"][method][r]}
             for method in methods
             for r in range(reps)
         ]
