@@ -6,19 +6,21 @@ check of the sampler and a decomposition of the shortfall.
    coverage against Dirichlet(α) of that data set. Averaged over the prior, a correct posterior's 95 %
    predictive region covers exactly 95 % (whatever the prior, the privacy and the region's shape): a
    sampler that is wrong shows up as a mean coverage away from 0.95.
-2. **A fixed α_true** (the study's α₃ = (2.2, 3.3, 4.4)): the same chains; the coverage, the posterior
-   mean of α₀ = Σα against the true 9.9, and the coverage of the same draws rescaled to the true α₀
-   (shares kept), which separates what the release leaves unknown about α's scale from its shares.
+2. **A fixed α_true** (a study α, default α₃ = (2.2, 3.3, 4.4)): the same chains; the coverage, the
+   posterior mean of α₀ = Σα against the true one, and the coverage of the same draws rescaled to the
+   true α₀ (shares kept), which separates what the release leaves unknown about α's scale from its shares.
 
 The threshold is fixed (one candidate), so the posterior is exactly p(α | S_L) and nothing of DPss's
 selection is ignored. Chains as in ``run_methods`` (DataAugmentationKernel, α by NUTS, the default
 moves), vmapped over data sets.
 
-    python benchmarks/guo_coverage_calibration.py [--eps 0.5] [--n 1000] [--datasets 48]
+    python benchmarks/guo_coverage_calibration.py [--alpha α₃] [--eps 0.5] [--n 1000] [--datasets 48]
+        [--cases prior fixed]
 """
 
 import argparse
 import time
+import unicodedata
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +78,7 @@ def summarise(name, cover, a0, rhat, alphas):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--alpha", default="α₃", choices=sorted(ALPHAS), help="the fixed α_true (case 2)")
     parser.add_argument("--eps", type=float, default=0.5, help="total ε; the release uses ε₁ = 0.25ε")
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--datasets", type=int, default=48)
@@ -83,17 +86,23 @@ def main():
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--m-eval", type=int, default=10_000)
     parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--cases", nargs="+", default=["prior", "fixed"], choices=["prior", "fixed"],
+                        help="prior: α drawn from p1 per data set (calibration); fixed: α = --alpha")  # fmt: skip
     args = parser.parse_args()
     eps1 = 0.25 * args.eps
     cfg = dict(chains=args.chains, warmup=args.warmup, samples=args.samples, thin=2)
     rng = np.random.default_rng(2024)
-    truth = np.asarray(ALPHAS["α₃"])
+    truth = np.asarray(ALPHAS[args.alpha])
+    d = len(truth)
+    fixed = f"α = {args.alpha}"
     cases = {
-        "α ~ p1 (calibration)": rng.gamma(1.0, 10.0, size=(args.datasets, 3)),
-        "α = α₃": np.tile(truth, (args.datasets, 1)),
+        "α ~ p1 (calibration)": rng.gamma(1.0, 10.0, size=(args.datasets, d)),
+        fixed: np.tile(truth, (args.datasets, 1)),
     }
     rows, seconds, sets = [], {}, {}
     for i, (name, alphas) in enumerate(cases.items()):
+        if ("fixed" if name == fixed else "prior") not in args.cases:
+            continue
         s = releases(rng, alphas, args.n, eps1)
         t = time.perf_counter()
         draws, rhat = chains(jax.random.key(i), s, args.n, eps1, cfg)
@@ -107,20 +116,22 @@ def main():
             for j in np.flatnonzero(~mixed):
                 print(f"  split-R̂ {rhat[j]:.2f}: α = {np.round(alphas[j], 3)}, coverage {cover[j]:.3f}")
             keep = lambda v: v[mixed]
-            rows.append(
-                summarise(f"{name}, data sets with split-R̂ < 1.1", *map(keep, (cover, a0, rhat, alphas)))
-            )
-        if name == "α = α₃":
+            if mixed.sum() > 1:  # a mean and its s.e. need two
+                rows.append(
+                    summarise(f"{name}, data sets with split-R̂ < 1.1", *map(keep, (cover, a0, rhat, alphas)))
+                )
+        if name == fixed:
             cover, a0 = per_dataset(draws, alphas, rng, args.m_eval, rescale=truth.sum())
-            rows.append(summarise("α = α₃, draws rescaled to the true α₀", cover, a0, rhat, alphas))
+            rows.append(summarise(f"{fixed}, draws rescaled to the true α₀", cover, a0, rhat, alphas))
     cols = ["case", "data sets", "mean coverage", "se", "z vs 0.95", "median coverage", "median E[α₀|s] / α₀",
             "max split-R̂"]  # fmt: skip
     fmt = lambda k: lambda r: r[k] if isinstance(r[k], str | int) else f"{r[k]:.3g}"
     md = [
-        f"# DPMCMCp1's predictive coverage: calibration over the prior and the shortfall at α₃ (ε = {args.eps:g})",
+        f"# DPMCMCp1's predictive coverage: calibration over the prior and the shortfall at {args.alpha} "
+        f"(n = {args.n}, ε = {args.eps:g})",
         "",
-        f"n = {args.n}, d = 3, ε₁ = 0.25ε = {eps1:g}, fixed threshold a = {A:g} (Laplace scale "
-        f"{float(laplace_scale(A, 3, args.n, eps1)):.3g}), prior p1 = Gamma(1, 0.1)³; DPMCMCp1 as in the "
+        f"n = {args.n}, d = {d}, ε₁ = 0.25ε = {eps1:g}, fixed threshold a = {A:g} (Laplace scale "
+        f"{float(laplace_scale(A, d, args.n, eps1)):.3g}), prior p1 = Gamma(1, 0.1) per part; DPMCMCp1 as in the "
         f"study: {cfg['chains']} chains × ({args.warmup} warm-up + {args.samples}) iterations, every "
         f"{cfg['thin']}-nd kept, vmapped over data sets. Coverage: the seed's 95 % predictive ellipsoid "
         f"(`_coverage`) against {args.m_eval} draws from Dirichlet(α) of each data set; se over data sets.",
@@ -129,12 +140,16 @@ def main():
         "",
         "Seconds (compilation included): " + ", ".join(f"{k}: {v:.0f}" for k, v in seconds.items()) + ".",
     ]
-    flag = f" --eps {args.eps:g}" if args.eps != 0.5 else ""
+    # the files' tag names what differs from the defaults (α₅ → alpha5, as the other Guo results)
+    tag = "".join(
+        f"_{k}{getattr(args, k):g}" for k in ("n", "eps") if getattr(args, k) != parser.get_default(k)
+    )
+    if args.alpha != parser.get_default("alpha"):
+        tag = f"_alpha{unicodedata.digit(args.alpha[-1])}" + tag
     write_results(
-        "guo_coverage_calibration" + (f"_eps{args.eps:g}" if flag else ""),
+        "guo_coverage_calibration" + tag,
         {"settings": vars(args), "rows": rows, "seconds": seconds, "data sets": sets},
         "\n".join(md),
-        f"python benchmarks/guo_coverage_calibration.py{flag}",
     )
 
 
