@@ -94,14 +94,13 @@ def main():
     rng = np.random.default_rng(2024)
     truth = np.asarray(ALPHAS[args.alpha])
     d = len(truth)
-    fixed = f"α = {args.alpha}"
-    cases = {
-        "α ~ p1 (calibration)": rng.gamma(1.0, 10.0, size=(args.datasets, d)),
-        fixed: np.tile(truth, (args.datasets, 1)),
+    cases = {  # --cases name: (row label, α per data set)
+        "prior": ("α ~ p1 (calibration)", rng.gamma(1.0, 10.0, size=(args.datasets, d))),
+        "fixed": (f"α = {args.alpha}", np.tile(truth, (args.datasets, 1))),
     }
     rows, seconds, sets = [], {}, {}
-    for i, (name, alphas) in enumerate(cases.items()):
-        if ("fixed" if name == fixed else "prior") not in args.cases:
+    for i, (case, (name, alphas)) in enumerate(cases.items()):
+        if case not in args.cases:
             continue
         s = releases(rng, alphas, args.n, eps1)
         t = time.perf_counter()
@@ -120,9 +119,9 @@ def main():
                 rows.append(
                     summarise(f"{name}, data sets with split-R̂ < 1.1", *map(keep, (cover, a0, rhat, alphas)))
                 )
-        if name == fixed:
+        if case == "fixed":
             cover, a0 = per_dataset(draws, alphas, rng, args.m_eval, rescale=truth.sum())
-            rows.append(summarise(f"{fixed}, draws rescaled to the true α₀", cover, a0, rhat, alphas))
+            rows.append(summarise(f"{name}, draws rescaled to the true α₀", cover, a0, rhat, alphas))
     cols = ["case", "data sets", "mean coverage", "se", "z vs 0.95", "median coverage", "median E[α₀|s] / α₀",
             "max split-R̂"]  # fmt: skip
     fmt = lambda k: lambda r: r[k] if isinstance(r[k], str | int) else f"{r[k]:.3g}"
