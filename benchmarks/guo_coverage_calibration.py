@@ -15,7 +15,7 @@ selection is ignored. Chains as in ``run_methods`` (DataAugmentationKernel, α b
 moves), vmapped over data sets.
 
     python benchmarks/guo_coverage_calibration.py [--alpha α₃] [--eps 0.5] [--n 1000] [--datasets 48]
-        [--cases prior fixed]
+        [--cases prior fixed] [--tag TAG]
 """
 
 import argparse
@@ -88,6 +88,9 @@ def main():
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--cases", nargs="+", default=["prior", "fixed"], choices=["prior", "fixed"],
                         help="prior: α drawn from p1 per data set (calibration); fixed: α = --alpha")  # fmt: skip
+    parser.add_argument(
+        "--tag", default="", help="suffix of the output files (default: the settings that differ)"
+    )
     args = parser.parse_args()
     eps1 = 0.25 * args.eps
     cfg = dict(chains=args.chains, warmup=args.warmup, samples=args.samples, thin=2)
@@ -139,17 +142,21 @@ def main():
         "",
         "Seconds (compilation included): " + ", ".join(f"{k}: {v:.0f}" for k, v in seconds.items()) + ".",
     ]
-    # the files' tag names what differs from the defaults (α₅ → alpha5, as the other Guo results)
+    write_results(
+        "guo_coverage_calibration" + (f"_{args.tag}" if args.tag else default_tag(args, parser)),
+        {"settings": vars(args), "rows": rows, "seconds": seconds, "data sets": sets},
+        "\n".join(md),
+    )
+
+
+def default_tag(args, parser):
+    """What differs from the defaults: α₅, n = 5 000 → ``_alpha5_n5000`` (as the other Guo results)."""
     tag = "".join(
         f"_{k}{getattr(args, k):g}" for k in ("n", "eps") if getattr(args, k) != parser.get_default(k)
     )
     if args.alpha != parser.get_default("alpha"):
         tag = f"_alpha{unicodedata.digit(args.alpha[-1])}" + tag
-    write_results(
-        "guo_coverage_calibration" + tag,
-        {"settings": vars(args), "rows": rows, "seconds": seconds, "data sets": sets},
-        "\n".join(md),
-    )
+    return tag
 
 
 if __name__ == "__main__":
