@@ -35,17 +35,18 @@ A = 0.01
 TRUTH = np.array([2.2, 3.3, 4.4])
 
 
-def compare(draws, exact, chains=None):
-    """Shift of the means in exact-posterior s.d.s, their z, the s.d. ratio and Hotelling's T²."""
+def compare(draws, exact):
+    """Shift of the means in exact-posterior s.d.s, their z, the s.d. ratio and Hotelling's T².
+    ``draws``: i.i.d. ``(m, d)``, or MCMC chains ``(chains, m, d)`` (s.e.s from their ESS)."""
     d = draws.reshape(-1, draws.shape[-1])
     sd = exact.std(0, ddof=1)
-    if chains is None:  # i.i.d. draws
-        se = np.sqrt(d.var(0, ddof=1) / len(d) + exact.var(0, ddof=1) / len(exact))
-        cov = np.cov(d, rowvar=False) / len(d)
-    else:  # MCMC: each part's s.e. from its ESS, the covariance scaled by the smallest ESS
-        se_ess = [mcse(chains[..., j]) for j in range(d.shape[-1])]
-        se = np.hypot([s for s, _ in se_ess], exact.std(0, ddof=1) / np.sqrt(len(exact)))
-        cov = np.cov(d, rowvar=False) / min(e for _, e in se_ess)
+    if draws.ndim == 2:
+        se_draws, ess = d.std(0, ddof=1) / np.sqrt(len(d)), len(d)
+    else:  # each part's s.e. from its ESS, the covariance scaled by the smallest ESS
+        se_draws, ess = np.array([mcse(draws[..., j]) for j in range(d.shape[-1])]).T
+        ess = ess.min()
+    se = np.hypot(se_draws, sd / np.sqrt(len(exact)))
+    cov = np.cov(d, rowvar=False) / ess
     diff = d.mean(0) - exact.mean(0)
     t2 = float(diff @ np.linalg.solve(cov + np.cov(exact, rowvar=False) / len(exact), diff))
     return {
@@ -76,13 +77,13 @@ def main():
     t = time.perf_counter()
     exact = dp_abc_exact(jax.random.key(2), s_l, num_samples=args.draws, progress_bar=False, **common)
     ref = np.asarray(exact.samples["alpha"], float)
-    runs = [("exact ABC", time.perf_counter() - t, ref, None, f"acceptance {exact.acceptance_rate:.4f}")]
+    runs = [("exact ABC", time.perf_counter() - t, ref, f"acceptance {exact.acceptance_rate:.4f}")]
 
     t = time.perf_counter()
     chains = args.draws // 1000
     post = dp_mcmc(jax.random.key(0), s_l, num_warmup=500, num_samples=1000, num_chains=chains, **common)
     grouped = np.asarray(post.get_samples(group_by_chain=True)["alpha"], float)
-    runs.append(("DPMCMC", time.perf_counter() - t, grouped, grouped, f"{chains} chains × (500 + 1000)"))
+    runs.append(("DPMCMC", time.perf_counter() - t, grouped, f"{chains} chains × (500 + 1000)"))
 
     for rate in args.rates:
         proposals = int(round(args.draws / rate))
@@ -92,13 +93,12 @@ def main():
             batch_size=min(proposals, 10_000), **common,
         )  # fmt: skip
         draws = np.asarray(jax.block_until_ready(tol.samples["alpha"]), float)
-        runs.append((f"tolerance ABC, {rate:g} kept", time.perf_counter() - t, draws, None,
+        runs.append((f"tolerance ABC, {rate:g} kept", time.perf_counter() - t, draws,
                      f"{proposals} proposals, δ = {float(tol.delta):.3g}"))  # fmt: skip
 
     rows = []
-    for name, seconds, draws, grouped, setting in runs:
-        row = {"method": name, "setting": setting, "seconds": seconds}
-        row |= compare(draws, ref, grouped) if name != "exact ABC" else compare(draws, ref)
+    for name, seconds, draws, setting in runs:
+        row = {"method": name, "setting": setting, "seconds": seconds} | compare(draws, ref)
         rows.append(row)
         print(name, {k: np.round(v, 3) for k, v in row.items() if k not in ("method", "setting")}, flush=True)
 
@@ -129,12 +129,11 @@ def main():
         *table(rows, cols),
     ]
     fig, axes = plt.subplots(1, d, figsize=(4 * d, 3.2))
-    shown = [r for r in runs if r[0] in ("exact ABC", "DPMCMC") or r[0].endswith(f"{args.rates[0]:g} kept")
-             or r[0].endswith(f"{args.rates[-1]:g} kept")]  # fmt: skip
+    shown = runs[:3] + runs[3:][-1:]  # exact ABC, DPMCMC, the first and the last tolerance
     for j, ax in enumerate(axes):
         lo, hi = np.quantile(ref[:, j], [0.001, 0.995])
         bins = np.linspace(lo, hi * 1.3, 50)
-        for name, _, draws, _, _ in shown:
+        for name, _, draws, _ in shown:
             ax.hist(draws.reshape(-1, d)[:, j], bins, density=True, histtype="step", label=name)
         ax.axvline(TRUTH[j], color="k", ls=":", lw=1)
         ax.set_xlabel(f"α{j + 1}")
