@@ -43,8 +43,9 @@ X64_TESTS = (
     # the truncated-Laplace step of DPBoots (its loop counters stay int32 under x64)
     "tests/test_compositional.py::test_truncated_laplace_never_leaves_range",
     "tests/test_compositional.py::test_truncated_laplace_gives_up_with_nan_not_an_out_of_range_value",
-    # the samplers' float32 fast path keeps float32 under x64
+    # the samplers' float32 fast path keeps float32 under x64; proposals keep the model's dtypes (int64)
     "tests/test_samplers.py::test_float32_draws_stay_float32_under_x64",
+    "tests/test_rules.py::test_proposals_have_the_dtype_and_shape_of_the_models_draws",
     # float precision: integer values, large totals, noise scales, the Poisson noise map's limit
     "tests/test_reliability.py::test_non_integer_release_for_a_discrete_mechanism_is_refused_by_every_engine",
     "tests/test_reliability.py::test_non_integer_statistic_for_a_discrete_mechanism_is_refused",
@@ -53,6 +54,141 @@ X64_TESTS = (
     "tests/test_reliability.py::test_census_scale_count_is_imputed_exactly_in_x64",
     "tests/test_reliability.py::test_float32_refusals_are_accepted_in_x64",
     "tests/test_reliability.py::test_poisson_noncentred_moves_exact_across_the_representable_region",
+    "tests/test_reliability.py::test_float64_has_the_float32_magnitude_rules_at_its_own_limits",
+)
+
+
+# The second tier (`pytest -m slow`): the tests that cost most and check no exact answer, or check one
+# that another default test of the same engine checks already. The default suite keeps, for every
+# engine, an exact-answer test (MCSE z-test against enumeration, quadrature or a closed form), every
+# refusal and validation test, and the integration tests that are cheap; it must run in under 15
+# minutes from a fresh clone on 2 cores (README). Run this tier before landing a change to the code
+# an entry covers. Entries as in X64_TESTS; one that matches nothing fails the run
+# (slow_tests_entries_match). Tests marked `@pytest.mark.slow` in their files are in this tier too.
+SLOW_TESTS = (
+    # the reproductions (`dpjax reproduce NAME --quick`), except one that checks the machinery
+    *(
+        f"tests/test_reproduce.py::test_quick[{name}]"
+        for name in (
+            "awan-atus",
+            "awan-table1",
+            "awan-table2",
+            "gong-abc",
+            "gong-lalonde",
+            "gong-mcem",
+            "guo-atus",
+            "guo-simulation",
+            "ju-loglinear",
+            "ju-regression",
+            "lazzarini-density-ratios",
+            "lazzarini-privacy",
+            "lazzarini-utility",
+        )
+    ),  # fmt: skip
+    "tests/test_reproduce.py::test_guo_simulation_rows_carry_the_split_rhat_of_dpabc_p5s_prior_chain",
+    # the notebooks and the README's later examples (its first one runs by default)
+    "tests/test_notebooks.py",
+    "tests/test_readme.py::test_readme_examples_run",
+    # further exact-answer runs of engines that keep one by default
+    "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[nuts-two-sites]",
+    "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[nuts-discrete-laplace]",
+    "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[exact-laplace]",
+    "tests/test_data_augmentation.py::test_normal_sum_gaussian_noise_exact_posterior[nuts]",
+    "tests/test_data_augmentation.py::test_public_records_exact_posterior",
+    "tests/test_soma.py::test_beta_bernoulli_exact_posterior[two-sites]",
+    "tests/test_unknown_n.py::test_exact_posterior_of_theta_and_n_noisy_n[exact-auto]",
+    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[0]",
+    "tests/test_stochastic_em.py::test_matches_the_exact_mle[unknown n]",
+    "tests/test_mcem_mcmc.py::test_unknown_n_mle_of_p_and_poisson_rate_and_information",
+    "tests/test_mcem_mcmc.py::test_em_rate_is_the_derivative_of_the_exact_em_map",
+    "tests/test_mcem.py::test_normal_mean_mle_and_information_with_optax_m_step",
+    "tests/test_abc.py::test_poisson_gamma_laplace_exact_posterior",
+    "tests/test_abc.py::test_vectorized_path_gives_the_exact_posterior[poisson]",
+    "tests/test_abc.py::test_direct_simulator_of_the_statistic",
+    "tests/test_pseudo_marginal.py::test_poisson_exact_posterior_including_prior_data_conflict[2.0]",
+    "tests/test_noncentred.py::test_registered_noise_representation_gives_exact_moves_for_a_new_family",
+    "tests/test_gibbs_blocks.py",
+    "tests/test_mechanism_contract.py::test_engines_use_the_release_density_of_a_non_additive_mechanism",
+    # reproducibility, chain methods, scan unrolling, compile-once: same key → same draws is also checked
+    # by cheaper default tests
+    "tests/test_data_augmentation.py::test_same_key_same_draws_and_records_not_stored",
+    "tests/test_data_augmentation.py::test_chain_methods_agree[sequential]",
+    "tests/test_data_augmentation.py::test_chain_methods_agree[parallel]",
+    "tests/test_data_augmentation.py::test_scan_unroll_changes_no_draw",
+    "tests/test_data_augmentation.py::test_run_chain_thinning_keeps_every_kth_draw_and_uses_init_params",
+    "tests/test_unknown_n.py::test_same_key_same_draws_and_arviz",
+    "tests/test_stochastic_em.py::test_same_key_same_result_and_samples",
+    "tests/test_pseudo_marginal.py::test_same_key_same_draws_init_params_and_errors",
+    "tests/test_compile_once.py::test_data_augmentation_does_not_retrace_for_a_new_release_under_mcmc",
+    "tests/test_compile_once.py::test_a_model_that_needs_a_concrete_array_argument_falls_back_to_closing_over_it",
+    "tests/test_compile_once.py::test_cached_calls_give_the_same_results",
+    "tests/test_compile_once.py::test_pseudo_marginal_abc_does_not_retrace_for_a_new_release_under_mcmc",
+    "tests/test_compile_once.py::test_a_static_argument_change_recompiles",
+    "tests/test_compile_once.py::test_mcem_does_not_retrace_for_a_new_release",
+    "tests/test_compile_once.py::test_the_cache_is_bounded",
+    "tests/test_samplers.py::test_vmapped_draws_are_each_keys_draws",
+    # diagnostics, warnings and progress bars
+    "tests/test_data_augmentation.py::test_progress_bar_diagnostics_string",
+    "tests/test_data_augmentation.py::test_frozen_discrete_records_warn_though_half_their_proposals_repeat_them",
+    "tests/test_data_augmentation.py::test_frozen_records_warn_at_the_end_of_warmup_and_of_run_chain",
+    "tests/test_data_augmentation.py::test_record_acceptance_never_below_exp_minus_epsilon[0.5]",
+    "tests/test_data_augmentation.py::test_carried_statistic_equals_recomputed",
+    "tests/test_data_augmentation.py::test_two_sites_bound_uses_total_epsilon",
+    "tests/test_noncentred.py::test_diagnostics_reach_arviz_and_progress_bar",
+    "tests/test_unknown_n.py::test_capacity_reached_warns_once_per_replicate_from_a_vmapped_run_chain",
+    "tests/test_unknown_n.py::test_n_is_held_for_the_first_hold_size_iterations[None]",
+    "tests/test_unknown_n.py::test_n_is_held_for_the_first_hold_size_iterations[30]",
+    "tests/test_unknown_n.py::test_birth_death_acceptance_lower_bound",
+    "tests/test_unknown_n.py::test_n_reaches_one_without_a_crash",
+    "tests/test_mcem.py::test_progress_bar_and_warning_when_a_stage_stops_at_max_iterations",
+    "tests/test_mcem.py::test_e_step_is_validated_and_is_mcem_is_a_deprecated_alias_with_the_same_draws",
+    "tests/test_abc.py::test_long_run_without_max_seconds_warns_and_the_cap_quoted_is_the_users",
+    "tests/test_abc.py::test_cap_reached_reports_acceptance_rate",
+    "tests/test_pseudo_marginal.py::test_noisy_likelihood_estimate_warns_at_end_of_warmup_with_a_suggested_num_simulations",
+    "tests/test_auto_moves.py::test_pilot_sees_no_gain_where_the_moves_do_not_pay_and_auto_gives_the_chosen_draws",
+    "tests/test_auto_moves.py::test_pilot_keeps_the_moves_where_they_pay",
+    # the samplers' laws checked a second way, and statistical checks of the compositional and
+    # synthetic-data modules beyond their exact-answer tests
+    "tests/test_samplers.py::test_fast_sampling_swaps_sites_and_keeps_log_densities",
+    "tests/test_samplers.py::test_poisson_mixed_rates_use_both_paths",
+    "tests/test_samplers.py::test_poisson_matches_gamma_poisson_mixture",
+    "tests/test_samplers.py::test_fast_normal_site_law",
+    "tests/test_samplers.py::test_unfinished_finds_distinct_unfinished_elements[0.0-20]",
+    "tests/test_samplers.py::test_unfinished_finds_distinct_unfinished_elements[0.0-1001]",
+    "tests/test_compositional.py::test_censored_moments_match_simulation[alpha0-0.01]",
+    "tests/test_compositional.py::test_censored_moments_match_simulation[alpha3-0.05]",
+    "tests/test_compositional_bayes.py::test_default_dpmcmc_crosses_the_scale_ridge_where_the_seeds_sampler_sticks",
+    "tests/test_compositional_bayes.py::test_tolerance_abc_is_not_the_exact_posterior",
+    "tests/test_compositional_bayes.py::test_remcmc_warns_when_model_5_runs_off",
+    "tests/test_compositional_bayes.py::test_remcmc_starts_where_told_on_a_model_with_minus_inf_regions",
+    "tests/test_compositional_bayes.py::test_clt_law_of_the_statistic_behind_dpapprox_improves_with_n",
+    "tests/test_compositional_bayes.py::test_elicit_priors_and_empirical_prior_in_abc",
+    "tests/test_noncentred.py::test_dirichlet_noise_is_wilson_hilferty_of_shape_raised_gamma_parts",
+    "tests/test_noncentred.py::test_dirichlet_transport_moves_run_by_default",
+    "tests/test_noncentred.py::test_dirichlet_noise_law_hardly_moves_with_small_alpha",
+    "tests/test_noncentred.py::test_dirichlet_moves_target_carries_the_noise_density",
+    "tests/test_synthetic.py::test_calibration_helpers",
+    "tests/test_synthetic.py::test_delta_tilde_reproduces_zero_cells_of_tables_2_and_3",
+    "tests/test_synthetic.py::test_baselines_calibration",
+    "tests/test_atus_oracle.py::test_exact_noise_grid_holds_the_tails_and_enough_nodes",
+    "tests/test_lalonde.py::test_naive_fit_is_not_the_exact_posterior",
+    "tests/test_lalonde.py::test_nsw_summaries_and_mechanism",
+    "tests/test_site_rules.py::test_the_error_does_not_fire_where_the_records_are_handled",
+    "tests/test_studies.py::test_numpyro_nuts_draws_come_back_constrained",
+    "tests/test_traced_mechanisms.py::test_run_chain_vmapped_over_epsilon_matches_each_epsilon",
+    "tests/test_traced_mechanisms.py::test_vmap_over_epsilon_matches_each_epsilon[discrete_gaussian]",
+    # in the x64 run only (float32 has its own tests of these rules)
+    "tests/test_reliability.py::test_poisson_noncentred_moves_exact_across_the_representable_region",
+    "tests/test_reliability.py::test_poisson_large_rates_keep_the_imputed_total_exact",
+    # more of the same, each beside a default test of its engine or feature
+    "tests/test_compositional.py::test_censored_moments_match_simulation[alpha1-0.01]",
+    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[3]",
+    "tests/test_pseudo_marginal.py::test_poisson_exact_posterior_including_prior_data_conflict[25.0]",
+    "tests/test_pseudo_marginal.py::test_progress_bar_shows_the_running_mean_acceptance",
+    "tests/test_data_augmentation.py::test_arviz_with_stored_records_has_release_log_likelihood",
+    "tests/test_data_augmentation.py::test_inner_kernel_settings_are_used",
+    "tests/test_auto_moves.py::test_same_model_and_data_get_the_same_choice_and_draws",
+    "tests/test_abc.py::test_time_cap_reports_acceptance_rate",
 )
 
 
@@ -62,33 +198,38 @@ def _selected(nodeid: str, entry: str) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config, items):
-    matched = set()
-    for item in items:
-        for entry in X64_TESTS:
-            if _selected(item.nodeid, entry):
-                item.add_marker(pytest.mark.x64)
-                matched.add(entry)
-    if config.args_source != pytest.Config.ArgsSource.TESTPATHS:  # not a plain `pytest` run
-        return
+    for entries, mark in ((X64_TESTS, pytest.mark.x64), (SLOW_TESTS, pytest.mark.slow)):
+        matched = set()
+        for item in items:
+            for entry in entries:
+                if _selected(item.nodeid, entry):
+                    item.add_marker(mark)
+                    matched.add(entry)
+        if config.args_source == pytest.Config.ArgsSource.TESTPATHS:  # a plain `pytest` run
+            _check_entries(config, items, entries, matched, mark.name)
+
+
+def _check_entries(config, items, entries, matched, name):
+    """A failing test (in both runs) for entries that match no test: a renamed test or file would
+    otherwise leave its tier silently (an error raised here is lost in an xdist worker)."""
     modules = {i.nodeid.split("::")[0]: i.parent for i in items if isinstance(i.parent, pytest.Module)}
-    files = [e.split("::")[0] for e in X64_TESTS]
+    files = [e.split("::")[0] for e in entries]
     stale = [
         e
-        for e, f in zip(X64_TESTS, files)
+        for e, f in zip(entries, files)
         if e not in matched and (f in modules or not (config.rootpath / f).exists())
     ]
-    if stale and modules:  # a failing test in both runs (an error raised here is lost in an xdist worker)
+    if not (stale and modules):
+        return
 
-        def x64_tests_entries_match():
-            pytest.fail(f"conftest.py X64_TESTS entries that match no test: {stale}", pytrace=False)
+    def entries_match():
+        pytest.fail(f"conftest.py {name.upper()}_TESTS entries that match no test: {stale}", pytrace=False)
 
-        in_file = [modules[e.split("::")[0]] for e in stale if e.split("::")[0] in modules]
-        parent = (in_file or list(modules.values()))[0]  # the stale entry's file where it exists
-        check = pytest.Function.from_parent(
-            parent, name="x64_tests_entries_match", callobj=x64_tests_entries_match
-        )
-        check.add_marker(pytest.mark.x64)
-        items.append(check)
+    in_file = [modules[e.split("::")[0]] for e in stale if e.split("::")[0] in modules]
+    parent = (in_file or list(modules.values()))[0]  # the stale entry's file where it exists
+    check = pytest.Function.from_parent(parent, name=f"{name}_tests_entries_match", callobj=entries_match)
+    check.add_marker(pytest.mark.x64)  # in the default run and in the x64 run
+    items.append(check)
 
 
 def pytest_report_header(config):

@@ -4,6 +4,15 @@ from pathlib import Path
 import numpy as np
 
 
+def test_readme_first_example_runs():
+    """The README's opening example, what a new user runs first (the rest: `test_readme_examples_run`,
+    in the second tier)."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    namespace = {}
+    exec(compile(re.findall(r"```python\n(.*?)```", text, re.S)[0], "README.md", "exec"), namespace)
+    assert namespace["mcmc"].get_samples()["p"].shape == (2000,)
+
+
 def test_readme_examples_run():
     """Every python block of the README, in order, in one namespace."""
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
