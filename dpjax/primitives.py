@@ -22,6 +22,7 @@ from .mechanisms.base import IntegerMechanism, concrete
 __all__ = [
     "PrivatizedInfo",
     "SiteRoles",
+    "integer_statistics",
     "privatized",
     "record_statistics",
     "records_plate",
@@ -144,27 +145,36 @@ def _check_release(name, mechanism, per_record, total, obs):
                     f"{type(mechanism).__name__} releases integers (T + integer noise); round or "
                     "scale the statistic inside `statistic`, or use a continuous mechanism."
                 )
-    # integer values are carried exactly while every partial sum of T stays below 2**24 in float32;
-    # otherwise T and the release are rounded, and that error must be small against the noise
+    # integer values are carried exactly while every partial sum of T stays below 2**24 in float32
+    # (2**53 in float64); otherwise T and the release are rounded, and that error must be small against
+    # the noise. The same rule in both widths: float64 only moves the limits.
     integers = all(np.all(v == np.round(v)) for v in (t, *values.values()))
     release = np.abs(values.get("the release `obs`", 0.0))
     total_size = np.sum(np.abs(t), axis=0) if integers else np.abs(np.sum(t, axis=0))
     magnitude = float(max(np.max(total_size, initial=0.0), np.max(release, initial=0.0)))
-    if dtype == np.float32 and magnitude > 0:
-        spacing = float(np.spacing(np.float32(magnitude)))
+    if np.issubdtype(dtype, np.floating) and magnitude > 0:
+        spacing = float(np.spacing(dtype.type(magnitude)))
+        exact_limit = 2 ** (np.finfo(dtype).nmant + 1)
         scale = float(np.min(np.asarray(mechanism.scale, float))) if known_scale else None
-        carried = integers and magnitude < 2.0**24
+        carried = integers and magnitude < exact_limit
         if not carried and (exact or (known_scale and spacing > scale / NOISE_OVER_SPACING)):
             need = (
-                "exact integers (float32 holds them only up to 2**24 = 16 777 216)"
+                f"exact integers ({dtype.name} holds them only up to 2**{np.finfo(dtype).nmant + 1} = "
+                f"{exact_limit:_})".replace("_", " ")
                 if exact
                 else f"a spacing below 1/{NOISE_OVER_SPACING} of the noise scale {scale:g}"
             )
-            raise ValueError(
-                f"privatized site {name!r}: the release or the statistic reaches {magnitude:.10g}, where "
-                f"float32 (JAX's default) has spacing {spacing:g}, but this release needs {need}. "
+            fix = (
                 "Enable 64-bit floats before building the model: jax.config.update('jax_enable_x64', "
                 "True) (or JAX_ENABLE_X64=1), or centre the statistic by a public offset."
+                if dtype == np.float32
+                else "Centre the statistic by a public offset (e.g. statistic=lambda r: r['x'] - c, with "
+                "the release less n·c), or rescale it."
+            )
+            default = " (JAX's default)" if dtype == np.float32 else ""
+            raise ValueError(
+                f"privatized site {name!r}: the release or the statistic reaches {magnitude:.10g}, where "
+                f"{dtype.name}{default} has spacing {spacing:g}, but this release needs {need}. {fix}"
             )
     if not known_scale or not mechanism.additive:
         return
@@ -179,6 +189,15 @@ def _check_release(name, mechanism, per_record, total, obs):
             f"privatized site {name!r}: the noise scale {mechanism.scale!r} is outside the range of "
             f"{dtype.name} (its log density overflows); enable 64-bit floats or rescale the statistic."
         )
+
+
+def integer_statistics(mechanism, per_record) -> jax.Array:
+    """Whether the per-record statistics fit an integer mechanism (always True for the others): the
+    traced form of ``privatized``'s host check, for engines whose records are traced (under jit/vmap a
+    half-integer statistic would leave only moves that keep T an integer, freezing the chain)."""
+    if not isinstance(mechanism, IntegerMechanism):
+        return jnp.array(True)
+    return jnp.all(per_record == jnp.round(per_record))
 
 
 def _discrete_latent_records(record_sites, plate):
@@ -304,16 +323,10 @@ def privatized(
         # the slots beyond the size are no records: they add nothing to T
         per_record = jnp.where(active.reshape((-1,) + (1,) * (per_record.ndim - 1)), per_record, 0.0)
     total = jnp.sum(per_record, axis=0)
-    mech_shape = np.shape(mechanism.scale)
     try:
-        fits = np.broadcast_shapes(mech_shape, total.shape) == total.shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(
-            f"privatized site {name!r}: the mechanism's parameters have shape {mech_shape} but the "
-            f"statistic T = Σ t(record) has shape {total.shape}; give one ε (or scale) per entry of T."
-        )
+        mechanism.check_release_shape(total.shape, "the statistic T = Σ t(record)")
+    except ValueError as e:
+        raise ValueError(f"privatized site {name!r}: {e}") from None
     raw_obs = obs
     if obs is not None:
         if concrete(obs) and not np.all(np.isfinite(np.asarray(obs, dtype=float))):
@@ -469,35 +482,6 @@ def depends_on(fn, arg) -> list[bool]:
         if any(isinstance(v, Var) and v in hit for v in eqn.invars):
             hit.update(eqn.outvars)
     return [isinstance(v, Var) and v in hit for v in jaxpr.outvars]
-
-
-def check_records_feed_only_releases(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None) -> None:
-    """Raise if a site other than the latent records and the privatized releases has a log density
-    that depends on the latent records (a ``numpyro.factor`` of them, an observed site given them):
-    the data-augmentation record step proposes records from their own sites and accepts by the
-    releases alone, so such a term would be silently ignored. (The ABC engines weigh each simulation
-    by every observed site and need no such check.)"""
-    fixed = {k: tr[k]["value"] for k in roles.theta + ((roles.size,) if roles.size else ())}
-    skip = set(roles.latent_records) | {n for n, _ in roles.privatized}
-    others = [k for k, s in tr.items() if s["type"] == "sample" and k not in skip]
-    if not others:
-        return
-
-    def log_densities(records):
-        run = handlers.substitute(handlers.seed(model, 0), data={**fixed, **records})
-        t = handlers.trace(run).get_trace(*model_args, **(model_kwargs or {}))
-        return [jnp.sum(t[k]["fn"].log_prob(t[k]["value"])) for k in others]
-
-    records = {k: tr[k]["value"] for k in roles.latent_records}
-    bad = [k for k, dep in zip(others, depends_on(log_densities, records)) if dep]
-    if bad:
-        raise ValueError(
-            f"Sites {bad} have log densities that depend on the latent records {list(roles.latent_records)}. "
-            "The data-augmentation record step proposes records from their own sites and accepts by the "
-            "privatized releases only, so these terms would be ignored: make such a term part of the "
-            "records' own distribution (a latent record site), or use exact_abc / PseudoMarginalABC, "
-            "which weigh each simulation by every observed site."
-        )
 
 
 def _size_site(tr, size):

@@ -6,7 +6,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from oracles import S_DP, bernoulli_model, exact_bernoulli, exact_poisson
+from oracles import S_DP, bernoulli_model, exact_bernoulli, exact_poisson, exact_unknown_n
 
 import dpjax
 from dpjax.infer import abc_importance, exact_abc
@@ -301,3 +301,25 @@ def test_vectorized_same_key_same_draws_and_bad_vectorize():
     assert not np.array_equal(a.samples["theta"], c.samples["theta"])
     with pytest.raises(ValueError, match="`vectorize` must be None"):
         exact_abc(jax.random.key(0), poisson_count, 25.0, jnp.array(S_DP), num_samples=10, vectorize="yes")
+
+
+def test_an_unknown_n_comes_back_with_its_posterior_draws():
+    """exact_abc on an unknown-n model returned θ only at 840f5ad; the accepted simulations' n are
+    draws of n's posterior (against double enumeration)."""
+    lap_s, lap_n, cap = dpjax.LaplaceMechanism(scale=3.0), dpjax.LaplaceMechanism(scale=5.0), 80
+
+    def model(s_dp=None, n_dp=None):
+        p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+        n = numpyro.sample("n", dist.DiscreteUniform(1, cap))
+        people = dpjax.records_plate("people", n, cap)
+        with people:
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("count", lap_s, lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+        dpjax.privatized("n_dp", lap_n, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+
+    out = exact_abc(jax.random.key(0), model, 15.0, 40.0, num_samples=2000, progress_bar=False)
+    flat = lambda m: 0.0 if 1 <= m <= cap else -np.inf
+    pmf, mean_p, _ = exact_unknown_n(15.0, 40.0, lap_s, lap_n, flat, cap)
+    n = np.asarray(out.samples["n"], float)
+    for got, exact in ((n, pmf @ np.arange(cap + 1)), (np.asarray(out.samples["p"]), mean_p)):
+        assert abs(got.mean() - exact) < 4 * got.std() / np.sqrt(got.size), (got.mean(), exact)

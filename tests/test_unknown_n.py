@@ -96,6 +96,33 @@ def test_exact_posterior_of_theta_and_n_noisy_n(theta_step, moves):
     assert_matches(mcmc, *exact_unknown_n(s_dp, n_dp, LAPLACE, NOISY_N, flat, CAP))
 
 
+def test_size_jumps_alone_are_exact_and_adapt_their_scale():
+    """The moves of many records at once (size_jumps), without the joint moves and with one ±1 move per
+    iteration, must carry n across its posterior on their own: exact against double enumeration, with
+    a scale adapted to n's spread (the noise sd of n_dp, 14, starts it). Without them one ±1 move per
+    iteration leaves ESS(n) in the tens (checked below)."""
+    s_dp, n_dp = 13.4, 31.7
+    model = lambda: size_model(CAP, s_dp, n_dp, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
+    kernel = ReversibleJumpKernel(
+        model, theta_update=beta_update, size_moves=1, size_jumps=10, noncentred_moves=0
+    )
+    mcmc = MCMC(
+        kernel, num_warmup=500, num_samples=2500, num_chains=4, chain_method="vectorized", progress_bar=False
+    )
+    mcmc.run(jax.random.key(0), extra_fields=("jump_accept_rate", "jump_scale"))
+    assert_matches(mcmc, *exact_unknown_n(s_dp, n_dp, LAPLACE, NOISY_N, flat, CAP))
+    extra = mcmc.get_extra_fields()
+    assert (
+        0.3 < float(np.mean(extra["jump_accept_rate"])) < 0.6
+        and 2.0 < float(np.mean(extra["jump_scale"])) < 20
+    )
+    plain = ReversibleJumpKernel(
+        model, theta_update=beta_update, size_moves=1, size_jumps=0, noncentred_moves=0
+    )
+    _, ess = mcse_z(run(plain).get_samples(group_by_chain=True)["n"], 0.0)
+    assert ess < 300, ess
+
+
 @pytest.mark.slow
 def test_joint_moves_follow_the_ridge_of_a_very_noisy_n():
     """ε_n = 0.01 (n_dp's noise sd 141): the posterior of (p, n) is the ridge n·p ≈ s, along which
@@ -329,6 +356,13 @@ def test_errors():
         run(ReversibleJumpKernel(known), num_warmup=5, num_samples=5, num_chains=1)
     with pytest.raises(ValueError, match="size_moves"):
         ReversibleJumpKernel(model, size_moves=0)
+    with pytest.raises(ValueError, match="size_jumps"):
+        ReversibleJumpKernel(model, size_jumps=-1)
+    negative = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(-10, CAP))
+    with pytest.raises(ValueError, match="has support from -10: a size cannot be negative"):
+        run(
+            ReversibleJumpKernel(negative), num_warmup=5, num_samples=5, num_chains=1
+        )  # n reached -3 at 840f5ad
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="hold_size"):
             ReversibleJumpKernel(model, hold_size=bad)

@@ -467,7 +467,8 @@ def exact_abc(
     :class:`SlowABCWarning` is issued once the run projects past ``SLOW_RUN_SECONDS`` (5 min) from its
     measured speed and acceptance rate. ``simulator(rng_key, params) -> {privatized site: T}`` draws
     the confidential statistic directly (e.g. a Binomial count for n Bernoulli records), so the
-    records are never simulated. Every θ site needs a proper prior (no ``numpyro.param``).
+    records are never simulated. Every θ site needs a proper prior (no ``numpyro.param``). With an
+    unknown n (a :func:`dpjax.records_plate` sized by a latent site) ``samples`` holds n's draws too.
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(release=None):
@@ -490,6 +491,10 @@ def exact_abc(
         raise ValueError(f"`vectorize` must be None (automatic), True or False, got {vectorize!r}.")
     max_proposals = _positive_whole(max_proposals, "max_proposals")
     spec = _spec(model, model_args, model_kwargs)
+    if (
+        spec.roles.size is not None and simulator is None
+    ):  # an unknown n: its accepted draws are posterior draws
+        spec = spec._replace(theta=[*spec.theta, spec.roles.size])
     privatized, theta, max_log_eta = spec.privatized, spec.theta, spec.max_log_eta
     one = _make_one(model, simulator, privatized, theta)
     args = _split_args(model_args, model_kwargs)

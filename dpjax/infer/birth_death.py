@@ -24,7 +24,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax, random
 
-__all__ = ["BirthDeathResult", "birth_death"]
+__all__ = ["BirthDeathResult", "SizeJumpResult", "birth_death", "size_jumps"]
+
+#: the acceptance rate the size jumps' scale adapts towards (one-dimensional random walk: Roberts et al.)
+JUMP_ACCEPT = 0.44
 
 
 class BirthDeathResult(NamedTuple):
@@ -33,7 +36,8 @@ class BirthDeathResult(NamedTuple):
     - **residuals** – per privatized site, s − T after the moves.
     - **birth_accept_rate**, **death_accept_rate** – mean acceptance probability of the births and
       of the deaths proposed (NaN when none was).
-    - **blocked** – births refused because n had reached the capacity although the prior allows more.
+    - **blocked** – births refused because n had reached the capacity, which would have been accepted
+      without it (the prior of n allows more).
     - **log_density** – log η(s | T) after the moves."""
 
     size: jax.Array
@@ -109,9 +113,10 @@ def birth_death(
             jnp.where(n_star <= lower, jnp.log(2.0), 0.0),
         )
         log_alpha = logp_star - logp + log_prior(n_star) - log_prior(n) + log_q
+        # refused at the capacity: counted only where the move would have been accepted without it
+        blocked = blocked + (enabled & full & (log_ui < log_alpha)).astype(blocked.dtype)
         log_alpha = jnp.where(full | ~enabled, -jnp.inf, log_alpha)
         accept = log_ui < log_alpha
-        blocked = blocked + (enabled & full & jnp.isfinite(log_prior(n_star))).astype(blocked.dtype)
         push, pop = accept & birth, accept & ~birth & (height > 0)
         stack = lax.dynamic_update_index_in_dim(stack, k, height, 0)  # above the top unless pushed
         height = height + push.astype(height.dtype) - pop.astype(height.dtype)
@@ -142,3 +147,82 @@ def birth_death(
         return jnp.where(count > 0, jnp.sum(jnp.where(which, alpha, 0.0)) / jnp.maximum(count, 1), jnp.nan)
 
     return BirthDeathResult(size, records, t_records, residuals, rate(birth), rate(~birth), blocked, logp)
+
+
+class SizeJumpResult(NamedTuple):
+    """- **size** – n after the jumps; **residuals** – per privatized site, s − T after them;
+    **log_density** – log η(s | T) after them; **accept_rate** – their mean acceptance probability
+    (NaN when disabled)."""
+
+    size: jax.Array
+    residuals: tuple
+    log_density: jax.Array
+    accept_rate: jax.Array
+
+
+def size_jumps(
+    rng_key,
+    size,
+    t_buffer: Sequence[jax.Array],
+    residuals: Sequence[jax.Array],
+    log_noise: Sequence[Callable],
+    log_prior: Callable,
+    *,
+    scale,
+    num_jumps: int,
+    lower: int,
+    enabled=True,
+) -> SizeJumpResult:
+    """``num_jumps`` moves n → n* = n + k of many records at once, k = ±max(1, round(σ|z|)) with
+    z ~ N(0, 1) and σ = ``scale`` (adapted by the caller to n's posterior spread), where birth and
+    death move n by one record at a time.
+
+    The records buffer is read as an augmented state: the slots ≥ n hold records x ~ f(·|θ) drawn
+    independently of everything else (the record sweep's unused proposals: an exact Gibbs refresh of
+    those auxiliary slots). A jump only moves the boundary: slots n..n*−1 join the database (k > 0) or
+    leave it (k < 0), their values unchanged. The f-terms of the joining (leaving) records cancel
+    between the database and the auxiliary slots, k's law is symmetric, and the move is its own
+    inverse with −k, so the acceptance probability is η(s | T*) p(n*) / (η(s | T) p(n)), as for a
+    single birth or death. With the buffer fixed, prefix sums of its statistics make each jump O(dim T)
+    after one O(capacity) pass.
+
+    :param t_buffer: per privatized site, ``(capacity, *stat_shape)`` statistics of the buffer (the
+      database in its first n slots, fresh f-draws after).
+    :param residuals: per site, s − T of the first n slots.
+    :param log_prior: log p(n) of an integer n (−inf outside its support).
+    :param scale: σ, a positive scalar (traceable).
+    :param lower: the smallest n of the prior's support; n* beyond [lower, capacity] is refused.
+    """
+    capacity = t_buffer[0].shape[0]
+    key_z, key_u = random.split(rng_key)
+    z = random.normal(key_z, (num_jumps,))
+    log_u = jnp.log(random.uniform(key_u, (num_jumps,)))
+    size, enabled = jnp.asarray(size), jnp.asarray(enabled, bool)
+    zero = lambda t: jnp.zeros((1,) + t.shape[1:], t.dtype)
+    prefix = tuple(jnp.concatenate([zero(t), jnp.cumsum(t, 0)]) for t in t_buffer)  # Σ of slots < i
+
+    def log_eta(res):
+        return sum(jnp.sum(f(r)) for f, r in zip(log_noise, res))
+
+    def step(carry, xs):
+        n, res, logp = carry
+        zi, log_ui = xs
+        k = jnp.sign(zi) * jnp.maximum(1.0, jnp.round(scale * jnp.abs(zi)))
+        n_star = n + k.astype(n.dtype)
+        inside = (n_star >= lower) & (n_star <= capacity)
+        m = jnp.clip(n_star, 0, capacity)
+        res_star = tuple(r - (c[m] - c[n]) for r, c in zip(res, prefix))  # T* − T: slots n..n*−1
+        logp_star = log_eta(res_star)
+        log_alpha = logp_star - logp + log_prior(m) - log_prior(n)
+        log_alpha = jnp.where(inside & enabled, jnp.nan_to_num(log_alpha, nan=-jnp.inf), -jnp.inf)
+        accept = log_ui < log_alpha
+        carry = (
+            jnp.where(accept, m, n),
+            tuple(jnp.where(accept, a, b) for a, b in zip(res_star, res)),
+            jnp.where(accept, logp_star, logp),
+        )
+        return carry, jnp.exp(jnp.minimum(log_alpha, 0.0))
+
+    init = (size, tuple(residuals), log_eta(residuals))
+    (size, residuals, logp), alpha = lax.scan(step, init, (z, log_u))
+    return SizeJumpResult(size, residuals, logp, jnp.where(enabled, jnp.mean(alpha), jnp.nan))

@@ -169,11 +169,13 @@ def _identity(z):
 
 def _blocked(model, hidden, *args, **kwargs):
     # the hidden record sites still draw values, from a key taken from the caller's seed handler
-    # (block stops their messages before they reach it); with no seed handler, numpyro's usual error
+    # (block stops their messages before they reach it), or a fixed one where there is none (ArviZ's
+    # log-likelihood pass, `numpyro.infer.log_likelihood`): no visible site depends on the records
+    # (dpjax.infer.rules.check_records_feed_only_releases), so their values change nothing it reads
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "outside of seed handler": numpyro raises below instead
+        warnings.simplefilter("ignore")  # "outside of seed handler"
         key = numpyro.prng_key()
-    seeded = model if key is None else handlers.seed(model, rng_seed=key)
+    seeded = handlers.seed(model, rng_seed=jax.random.key(0) if key is None else key)
     with handlers.block(hide=hidden):
         return seeded(*args, **kwargs)
 

@@ -32,7 +32,7 @@ from ..primitives import (
     INFER_KEY,
     SiteRoles,
     allow_overflow,
-    check_records_feed_only_releases,
+    integer_statistics,
     record_statistics,
     simulate,
     site_roles,
@@ -65,6 +65,12 @@ from .noncentred import (
     representable,
 )
 from .record_sweep import accept_records, record_sweep, rows_differ
+from .rules import (
+    check_exchangeable,
+    check_records_feed_only_releases,
+    check_release_reads_records,
+    records_exchangeable,
+)
 from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
 
@@ -92,6 +98,9 @@ class DAState(NamedTuple):
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
     - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
       the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
+    - **jump_accept_rate**, **jump_scale** – with an unknown n: the mean acceptance probability of the
+      last iteration's size jumps (moves of many records at once) and their scale σ, adapted in the
+      warmup (NaN and 0 with a known n).
     - **birth_accept_rate**, **death_accept_rate**, **capacity_blocked** – with an unknown n
       (:class:`~dpjax.infer.ReversibleJumpKernel`): the mean acceptance probabilities of the last
       iteration's births and deaths, and how many births the capacity has refused so far (NaN, NaN
@@ -118,6 +127,8 @@ class DAState(NamedTuple):
     nc: Any
     nc_accept_rate: jax.Array
     nc_step_size: jax.Array
+    jump_accept_rate: jax.Array
+    jump_scale: jax.Array
     birth_accept_rate: jax.Array
     death_accept_rate: jax.Array
     capacity_blocked: jax.Array
@@ -125,6 +136,11 @@ class DAState(NamedTuple):
     iteration: jax.Array
     valid: jax.Array
     rng_key: jax.Array
+
+
+def _masked(t, active):
+    """Per-record statistics with the slots beyond n zeroed."""
+    return jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0)
 
 
 def _sweep_density(mechanism, release):
@@ -318,6 +334,7 @@ class DataAugmentationKernel(PerChainKernel):
         self._num_warmup = 0
         self._spec: SiteRoles | None = None
         self._size_moves = 0  # birth/death moves of an unknown n per iteration (ReversibleJumpKernel)
+        self._size_jumps = 0  # its moves of many records at once per iteration
         self._held_for = 0  # first iterations without them (ReversibleJumpKernel's hold_size)
         self._size_site: tuple[str, ...] = ()
         self._size_bounds = (0, 0)
@@ -343,6 +360,7 @@ class DataAugmentationKernel(PerChainKernel):
             fields += ("accept_prob", "diverging")
         if self._size_moves:
             fields += ("birth_accept_rate", "death_accept_rate", "capacity_blocked", "near_capacity")
+            fields += ("jump_accept_rate", "jump_scale") if self._size_jumps else ()
         return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
 
     def _check_step(self, state, new):
@@ -411,7 +429,15 @@ class DataAugmentationKernel(PerChainKernel):
             tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
             self._spec = site_roles(tr)
             check_records_feed_only_releases(self._model, tr, self._spec, model_args, model_kwargs)
+            check_release_reads_records(
+                self._model, tr, self._spec, model_args, model_kwargs, engine=type(self).__name__
+            )
         self._resolve_size(tr)
+        if self._needs_exchangeable():
+            why = "ReversibleJumpKernel (its births)" if self._size_site else "record_update='soma'"
+            check_exchangeable(
+                self._model, tr, self._spec, self._capacity(), model_args, model_kwargs, why=why
+            )
         self._check_model(tr)
         self._resolve_noncentred(tr, num_warmup)
         spec = self._spec
@@ -436,6 +462,14 @@ class DataAugmentationKernel(PerChainKernel):
         return state
 
     # ---------------------------------------------------------------- internals
+    def _needs_exchangeable(self) -> bool:
+        """Whether records are drawn for one slot and used in another: births, SOMA's offers."""
+        return bool(self._size_site) or self._record_update == "soma"
+
+    def _capacity(self):
+        """The records plate's capacity with an unknown n, else None."""
+        return self._size_bounds[1] if self._size_site else None
+
     def _check_round_off(self, state, model_args, model_kwargs):
         """Warn when, at the start, float32 round-off in log p(θ | x) is large enough to stall the
         inner NUTS/HMC. Summed over many records the log density can reach 10⁶ in parts that cancel
@@ -548,9 +582,19 @@ class DataAugmentationKernel(PerChainKernel):
             record_statistics(info.statistic, {k: full_records[k] for k in info.record_sites})
             for _, info in self._spec.privatized
         )
-        if active is None:
-            return stats
-        return tuple(jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0) for t in stats)
+        return stats if active is None else tuple(_masked(t, active) for t in stats)
+
+    def _initial_jump_scale(self, tr, size):
+        """σ of the size jumps at the start: the noise sd of a noisy n (n's posterior spread is at most
+        about that), else √n; at least 1, at most a quarter of the capacity. 0 with a known n."""
+        if not self._size_site:
+            return jnp.array(0.0)
+        (n,) = size.values()
+        spread = jnp.sqrt(jnp.asarray(n, jnp.result_type(float)))
+        if self._size_release is not None:
+            mechanism = tr[self._spec.privatized[self._size_release][0]]["infer"][INFER_KEY].mechanism
+            spread = jnp.sqrt(2.0) * jnp.max(jnp.asarray(mechanism.scale, spread.dtype))
+        return jnp.clip(spread, 1.0, max(1.0, self._size_bounds[1] / 4))
 
     def _size(self, z):
         """``{n's site: n}`` with an unknown n, else ``{}``."""
@@ -612,9 +656,16 @@ class DataAugmentationKernel(PerChainKernel):
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
         public, releases, active = self._observed({**theta, **size}, records, model_args, model_kwargs)
-        statistics = self._statistics(public, records, active)
+        per_record = self._per_record({**public, **records}, active)
+        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, per_record)}
         log_eta = self._log_eta(releases, statistics)
         nc = self._init_nc(theta) if self._num_moves else ()
+        valid = jnp.isfinite(log_eta) & self._theta_ok(theta)
+        for (_, info), t in zip(spec.privatized, per_record):  # checked on the host when concrete
+            valid = valid & integer_statistics(info.mechanism, t)
+        if self._needs_exchangeable():  # checked in `init` when concrete; here too when traced (jit)
+            args = (self._model, spec, {**theta, **size}, records, self._capacity(), model_args, model_kwargs)
+            valid = valid & records_exchangeable(*args)
         return DAState(
             z=self._z(theta, size, records),
             records=records,
@@ -627,12 +678,14 @@ class DataAugmentationKernel(PerChainKernel):
             nc=nc,
             nc_accept_rate=jnp.array(0.0),
             nc_step_size=jnp.exp(nc.log_step) if self._num_moves else jnp.array(0.0),
+            jump_accept_rate=jnp.array(jnp.nan),
+            jump_scale=self._initial_jump_scale(tr, size),
             birth_accept_rate=jnp.array(jnp.nan),
             death_accept_rate=jnp.array(jnp.nan),
             capacity_blocked=jnp.array(0),
             near_capacity=self._near_capacity(size),
             iteration=jnp.array(0, jnp.int32),
-            valid=jnp.isfinite(log_eta) & self._theta_ok(theta),
+            valid=valid,
             rng_key=key_next,
         )
 
@@ -655,6 +708,12 @@ class DataAugmentationKernel(PerChainKernel):
         capacity = int(info.active.shape[0])
         support = tr[size]["fn"].support
         lower = int(getattr(support, "lower_bound", 0)) if concrete(getattr(support, "lower_bound", 0)) else 0
+        if lower < 0:
+            raise ValueError(
+                f"The prior of {size!r}, the number of records, has support from {lower}: a size cannot be "
+                f"negative. Give {size!r} a prior on whole numbers from 0 (e.g. "
+                "DiscreteUniform(1, capacity))."
+            )
         if lower > capacity:
             raise ValueError(f"The prior of {size!r} starts at {lower}, beyond the capacity {capacity}.")
         self._size_site, self._size_bounds = (size,), (max(lower, 0), capacity)
@@ -728,7 +787,8 @@ class DataAugmentationKernel(PerChainKernel):
         dtype = jnp.result_type(float)
         limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
         costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
-        costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, limit))]
+        with jax.ensure_compile_time_eval():  # concrete parameters stay concrete under a user's jit
+            costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, limit))]
         if self._noncentred == "auto" and costly and not blockers:
             why = (
                 "their inverse-CDF noise map is inexact in float32 (enable 64-bit floats)"
@@ -791,7 +851,8 @@ class DataAugmentationKernel(PerChainKernel):
         )
         proposals = self._simulate(key_prop, {**theta, **size}, model_args, model_kwargs)
         t_old = self._per_record({**public, **state.records}, active)
-        t_new = self._per_record({**public, **proposals}, active)
+        t_fresh = self._per_record({**public, **proposals}, None)  # every slot (the size jumps read them)
+        t_new = t_fresh if active is None else tuple(_masked(t, active) for t in t_fresh)
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
         mechanisms = [_sweep_density(info.mechanism, s) for (_, info), s in zip(spec.privatized, releases)]
@@ -816,6 +877,8 @@ class DataAugmentationKernel(PerChainKernel):
         residuals = result.residuals
         nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
         jumps = dict(
+            jump_accept_rate=state.jump_accept_rate,
+            jump_scale=state.jump_scale,
             birth_accept_rate=state.birth_accept_rate,
             death_accept_rate=state.death_accept_rate,
             capacity_blocked=state.capacity_blocked,
@@ -828,9 +891,17 @@ class DataAugmentationKernel(PerChainKernel):
                 for o, w in zip(t_old, t_new)
             )
             blocked = jnp.zeros_like(state.capacity_blocked)
+            key_size_jumps = None
+            if self._size_jumps:
+                key_next, key_size_jumps = random.split(key_next)
+            # the proposals fill the slots ≥ n (fresh f-draws at this θ); moves of many records at once
+            size, records, t_now, residuals, log_eta, jump_rate, jump_scale = self._many_records_jumps(
+                key_size_jumps, state, {**theta, **size}, records, proposals, t_now, t_fresh, residuals,
+                log_eta, mechanisms, model_args, model_kwargs,
+            )  # fmt: skip
             if self._num_moves:  # (ReversibleJumpKernel._joint_moves) before the jumps: see there
                 theta, size, records, nc, nc_rate, blocked = self._joint_moves(
-                    key_nc, state, theta, size, records, proposals, log_eta, public, model_args, model_kwargs
+                    key_nc, state, theta, size, records, records, log_eta, public, model_args, model_kwargs
                 )
                 t_now = self._per_record({**public, **records}, self._active(size))
                 residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
@@ -854,6 +925,8 @@ class DataAugmentationKernel(PerChainKernel):
             size = {k: jump.size for k in size}
             statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
             jumps = dict(
+                jump_accept_rate=jump_rate,
+                jump_scale=jump_scale,
                 birth_accept_rate=jump.birth_accept_rate,
                 death_accept_rate=jump.death_accept_rate,
                 capacity_blocked=state.capacity_blocked + blocked + jump.blocked,

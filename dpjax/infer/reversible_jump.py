@@ -18,7 +18,7 @@ from numpyro.distributions import biject_to
 from numpyro.infer.hmc import HMC
 
 from ..primitives import allow_overflow
-from .birth_death import birth_death
+from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
 from .data_augmentation import DataAugmentationKernel
 from .joint_size_moves import init_joint_state, joint_size_moves
 
@@ -142,6 +142,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         inner_kernel: HMC | None = None,
         theta_update: Callable | None = None,
         size_moves: int = 100,
+        size_jumps: int = 10,
         noncentred_moves: int | str = "auto",
         hold_size: int | None = None,
         ridge_moves: int = 0,
@@ -149,6 +150,8 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     ):
         if isinstance(size_moves, bool) or not isinstance(size_moves, (int, np.integer)) or size_moves < 1:
             raise ValueError(f"`size_moves` must be an int >= 1, got {size_moves!r}.")
+        if isinstance(size_jumps, bool) or not isinstance(size_jumps, (int, np.integer)) or size_jumps < 0:
+            raise ValueError(f"`size_jumps` must be an int >= 0, got {size_jumps!r}.")
         if isinstance(ridge_moves, bool) or not isinstance(ridge_moves, (int, np.integer)) or ridge_moves < 0:
             raise ValueError(f"`ridge_moves` must be an int >= 0, got {ridge_moves!r}.")
         if hold_size is not None and (
@@ -163,6 +166,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             store_records=store_records,
         )
         self._size_moves = int(size_moves)
+        self._size_jumps = int(size_jumps)
         self._hold_size = hold_size
         self._ridge_moves = int(ridge_moves)
 
@@ -170,6 +174,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         return dict(
             theta_update=self._theta_update,
             size_moves=self._size_moves,
+            size_jumps=self._size_jumps,
             noncentred_moves=self._noncentred,
             hold_size=self._hold_size,
             ridge_moves=self._ridge_moves,
@@ -234,18 +239,18 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call whose
         records plate holds just K slots."""
         lower = self._size_bounds[0]
-        with allow_overflow(capacity=self._size_moves):
-            births = self._simulate(key_births, given, model_args, model_kwargs)
+        try:
+            with allow_overflow(capacity=self._size_moves):
+                births = self._simulate(key_births, given, model_args, model_kwargs)
+        except (ValueError, TypeError) as e:  # e.g. an array sized by the capacity meets the births' plate
+            raise ValueError(
+                f"ReversibleJumpKernel draws its {self._size_moves} births from one model call whose records "
+                f"plate holds {self._size_moves} slots, and the model failed there ({type(e).__name__}: "
+                f"{e}). Build the records from the plate alone: no arrays sized by the capacity."
+            ) from e
         t_births = self._per_record(births, None)
-        # p(n) at the current θ (its hyperparameters may be θ sites)
-        model = handlers.condition(self._model, data={**given, **records})
-        size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[self._size_site[0]]["fn"]
+        log_prior = self._log_prior_n(given, records, model_args, model_kwargs)
         (n,) = (given[k] for k in self._size_site)
-
-        def log_prior(m):  # −inf outside the support (numpyro's log_prob does not check it)
-            m = jnp.asarray(m, n.dtype)
-            return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf)
-
         return birth_death(
             key_jumps,
             n,
@@ -259,6 +264,48 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             lower=lower,
             enabled=enabled,
         )
+
+    def _log_prior_n(self, given, records, model_args, model_kwargs):
+        """log p(n) at the current θ (its hyperparameters may be θ sites), −inf outside its support
+        (numpyro's log_prob does not check it)."""
+        model = handlers.condition(self._model, data={**given, **records})
+        size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[self._size_site[0]]["fn"]
+        (n,) = (given[k] for k in self._size_site)
+
+        def log_prior(m):
+            m = jnp.asarray(m, n.dtype)
+            return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf)
+
+        return log_prior
+
+    def _many_records_jumps(
+        self, key, state, given, records, proposals, t_now, t_fresh, residuals, log_eta, log_noise,
+        model_args, model_kwargs,
+    ):  # fmt: skip
+        """The size jumps (:func:`dpjax.infer.birth_death.size_jumps`) on the buffer whose slots ≥ n hold
+        the record sweep's unused proposals (fresh f-draws at this θ), and their scale adapted in the
+        warmup towards an acceptance of 0.44. Returns (n, buffer, t of the database, residuals, log η,
+        acceptance rate, scale)."""
+        (site,) = self._size_site
+        n, capacity = given[site], self._size_bounds[1]
+        slot = lambda a: (jnp.arange(capacity) < n).reshape((-1,) + (1,) * (jnp.ndim(a) - 1))
+        buffer = {k: jnp.where(slot(v), v, proposals[k]) for k, v in records.items()}
+        t_buffer = tuple(jnp.where(slot(a), a, b) for a, b in zip(t_now, t_fresh))
+        if not self._size_jumps:
+            return {site: n}, buffer, t_now, residuals, log_eta, jnp.array(jnp.nan), state.jump_scale
+        enabled = state.iteration >= self._held_for
+        jump = size_jumps(
+            key, n, t_buffer, residuals, log_noise,
+            self._log_prior_n(given, records, model_args, model_kwargs),
+            scale=state.jump_scale, num_jumps=self._size_jumps, lower=self._size_bounds[0], enabled=enabled,
+        )  # fmt: skip
+        adapting = enabled & (state.iteration < self._num_warmup)
+        gain = (state.iteration - self._held_for + 1.0) ** -0.6
+        step = jnp.where(adapting, gain * (jnp.nan_to_num(jump.accept_rate) - JUMP_ACCEPT), 0.0)
+        scale = jnp.clip(state.jump_scale * jnp.exp(step), 0.5, float(capacity))
+        active = jnp.arange(capacity) < jump.size
+        t_now = tuple(jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0) for t in t_buffer)
+        return {site: jump.size}, buffer, t_now, jump.residuals, jump.log_density, jump.accept_rate, scale
 
     def _init_nc(self, theta):
         return init_joint_state(theta, self._supports)

@@ -263,16 +263,19 @@ def _ptrs_attempt(key, lam, dtype):
 
 
 @partial(jax.jit, static_argnames=("shape", "dtype"))
-def poisson(key, rate, shape=None, dtype=jnp.int32):
+def poisson(key, rate, shape=None, dtype=None):
     """N ~ Poisson(rate): rates below 10 by inversion (one uniform per element; the first 12 search
     steps run over the whole array in one fused pass, the rest over the few elements left, gathered),
     larger rates by Hörmann's transformed rejection in the same gathered rounds.
+
+    ``dtype`` defaults to JAX's default integer type (int64 under x64), as ``jax.random.poisson``.
 
     >>> import jax
     >>> x = poisson(jax.random.key(0), 3.0, (100_000,))
     >>> bool(abs(x.mean() - 3.0) < 0.03)
     True
     """
+    dtype = jnp.result_type(int) if dtype is None else dtype
     ftype = jnp.result_type(rate, float)
     lam, shape = _flat(rate, shape, ftype)
     n = lam.size
@@ -384,10 +387,29 @@ class fast_sampling(Messenger):
 
     def process_message(self, msg):
         if msg["type"] == "sample" and not msg["is_observed"] and msg["value"] is None:
-            msg["fn"] = fast_distribution(msg["fn"])
+            fn, fast = msg["fn"], fast_distribution(msg["fn"])
+            if fast is not fn:
+                check_same_draws(fn, fast, msg["kwargs"].get("sample_shape", ()))
+            msg["fn"] = fast
+
+
+def check_same_draws(fn, fast, sample_shape=()):
+    """Raise unless ``fast`` draws arrays of the shape and dtype ``fn`` draws (read off their traces,
+    nothing is sampled): the engines' proposals must be the model's own values, or integer arithmetic in
+    a statistic could overflow in the proposals alone (int32 records where the model has int64)."""
+    key = random.key(0)
+    want = jax.eval_shape(lambda k: fn.sample(k, sample_shape), key)
+    got = jax.eval_shape(lambda k: fast.sample(k, sample_shape), key)
+    if (want.shape, want.dtype) != (got.shape, got.dtype):
+        raise RuntimeError(
+            f"dpjax's sampler for {type(fn).__name__} draws {got.dtype}{list(got.shape)} where the model "
+            "draws "
+            f"{want.dtype}{list(want.shape)}; please report this bug (dpjax.infer.samplers.fast_sampling)."
+        )
 
 
 __all__ = [
+    "check_same_draws",
     "count_true",
     "dirichlet",
     "fast_distribution",
