@@ -370,6 +370,10 @@ def test_bad_inputs_raise_clear_errors():
         dp_remcmc(key, s_l, b=10, n2=40, a=A, epsilon1=EPS1, init_alpha=[0.5, 2.0, 2.0])
     with pytest.raises(ValueError, match="init_records"):
         dp_mcmc(key, s_l, init_records=np.ones((N, 2)) / 2, **kw)
+    # rows off the simplex, a zero part: NumPyro's "Cannot find valid initial parameters" at 840f5ad
+    for bad in (np.full((N, D), 0.5), np.tile(np.r_[0.0, 0.5, 0.5], (N, 1))):
+        with pytest.raises(ValueError, match="`init_records` (rows must sum to one|entries must be > 0)"):
+            dp_mcmc(key, s_l, init_records=bad, **kw)
     with pytest.raises(ValueError, match="normaliser"):
         handlers.seed(lambda: dirichlet_mean_log(numpyro.sample("n", dist.DiscreteUniform(1, 9)), A, 1.0, d=3,
                                                  capacity=9), 0)()  # fmt: skip

@@ -178,8 +178,10 @@ def test_accepted_statistic_types():
         assert mech.release(KEY, t) == mech.release(KEY, 5)
     mat = mech.release(KEY, jnp.arange(6.0).reshape(2, 3))
     assert mat.shape == (2, 3) and mat.dtype == np.int64
-    vec = dpjax.DiscreteLaplaceMechanism(epsilon=[1.0, 2.0]).release(KEY, np.zeros((3, 1), np.int64))
-    assert vec.shape == (3, 2)
+    two = dpjax.DiscreteLaplaceMechanism(epsilon=[1.0, 2.0])
+    assert two.release(KEY, np.zeros(2, np.int64)).shape == two.release(KEY, 0).shape == (2,)
+    with pytest.raises(ValueError, match=r"parameters have shape \(2,\)"):  # 6 entries under ε = 3
+        two.release(KEY, np.zeros((3, 1), np.int64))
 
 
 @pytest.mark.parametrize("bad", [2.6, [1, 2.5], float("nan"), [0.0, float("inf")], -np.inf, "a", 1 + 2j])

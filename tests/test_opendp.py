@@ -81,6 +81,28 @@ def test_chain_and_context_query_map_the_noise_of_the_statistic():
     assert type(mech) is dpjax.DiscreteLaplaceMechanism and mech.epsilon == pytest.approx(0.5)
 
 
+def test_a_chain_reports_the_epsilon_of_openDPs_own_map_of_the_whole_chain():
+    """The noise of ``sum >> laplace`` is added to a sum of values clamped to [0, 10]: one record moves it
+    by 10, so the release is 0.5-DP at scale 20, as OpenDP's map says (840f5ad reported 0.05: it read the
+    noise measurement alone, at sensitivity 1). A context query takes its privacy unit from the context."""
+    bounded = dp.vector_domain(dp.atom_domain(bounds=(0, 10)))
+    chain = dp.t.make_sum(bounded, dp.symmetric_distance()) >> dp.m.then_laplace(scale=20.0)
+    mech = from_opendp(chain)
+    assert mech.epsilon == pytest.approx(chain.map(1)) and chain.map(1) == pytest.approx(0.5)
+    assert mech.sensitivity == 10 and mech.scale == 20.0
+    assert from_opendp(chain, 2).epsilon == pytest.approx(chain.map(2)) == pytest.approx(1.0)
+    for contributions in (1, 3):
+        ctx = dp.Context.compositor(
+            data=[1, 2, 3],
+            privacy_unit=dp.unit_of(contributions=contributions),
+            privacy_loss=dp.loss_of(epsilon=5.0),
+            split_evenly_over=1,
+            domain=bounded,
+        )
+        query = ctx.query().sum().laplace(scale=20.0)
+        assert from_opendp(query).epsilon == pytest.approx(query.resolve().map(contributions))
+
+
 K = np.arange(-200, 201)
 
 

@@ -134,14 +134,21 @@ def test_non_finite_releases_are_refused_at_any_shape(bad, dim):
 @settings(max_examples=20, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 4))
 def test_mechanism_parameter_shape_must_fit_the_statistic(k_mech, k_stat):
+    """One ε for the whole release or one per entry: ε of shape (1,) over a 3-vector would release
+    three entries under a guarantee that reports one (accepted until 840f5ad)."""
     mech = dpjax.LaplaceMechanism(epsilon=np.ones(k_mech), sensitivity=1.0)
     stat = lambda r: jnp.stack([r["x"]] * k_stat)
     obs = np.zeros(k_stat)
-    if k_mech in (1, k_stat):
+    _count_trace(dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0), obs, statistic=stat)
+    if k_mech == k_stat:
         _count_trace(mech, obs, statistic=stat)
+        assert mech.guarantee.epsilon == k_stat
     else:
         with pytest.raises(ValueError, match="parameters have shape"):
             _count_trace(mech, obs, statistic=stat)
+        exact = dpjax.DiscreteLaplaceMechanism(epsilon=np.ones(k_mech))
+        with pytest.raises(ValueError, match="parameters have shape"):
+            exact.release(None, np.zeros(k_stat, int))
 
 
 @settings(max_examples=15, deadline=None)

@@ -28,6 +28,7 @@ from dpjax.synthetic import (
     perturbed_histogram,
     posterior_predictive,
     predictive_release,
+    predictive_urn,
     sample_pitman_yor,
     smoothed_histogram,
     summary,
@@ -43,7 +44,7 @@ def draws(fn, num=20_000, seed=0):
 
 @pytest.mark.parametrize("sigma, theta", [(0.0, 1.5), (0.5, 2.0), (-1.0, 5.0)])
 def test_one_step_predictive_chi_square(sigma, theta):
-    labels = np.asarray(draws(lambda k: predictive_release(k, DATA, 1, sigma, theta).labels[0]))
+    labels = np.asarray(draws(lambda k: predictive_urn(k, DATA, 1, sigma, theta).labels[0]))
     n, k = 10, 3
     expected = np.append((DATA.counts - sigma) / (theta + n), (theta + sigma * k) / (theta + n))
     observed = np.bincount(labels, minlength=4)[:4]
@@ -64,7 +65,7 @@ def chain_law(n, j, m, sigma, theta):
 @pytest.mark.parametrize("sigma, theta", [(0.0, 2.0), (0.5, 3.0)])
 def test_number_of_new_values_exact_law(sigma, theta):
     m = 6
-    k_new = np.asarray(draws(lambda k: predictive_release(k, DATA, m, sigma, theta).num_new))
+    k_new = np.asarray(draws(lambda k: predictive_urn(k, DATA, m, sigma, theta).num_new))
     law = chain_law(10, 3, m, sigma, theta)
     observed = np.bincount(k_new, minlength=m + 1)
     keep = law * k_new.size > 5
@@ -208,8 +209,10 @@ def test_delta_tilde_reproduces_zero_cells_of_tables_2_and_3(sigma, theta, eps):
 def test_histogram_release_and_expected_size():
     sigma, theta, m = 0.3, 2.0, 40
     out = draws(lambda k: predictive_release(k, DATA, m, sigma, theta), num=5000)
+    urn = draws(lambda k: predictive_urn(k, DATA, m, sigma, theta), num=5000)  # the same draws, same keys
     released = np.asarray(out.released)
-    np.testing.assert_array_equal(released, np.asarray(out.labels) < 3)
+    np.testing.assert_array_equal(np.asarray(out.values), np.asarray(urn.values))
+    np.testing.assert_array_equal(released, np.asarray(urn.labels) < 3)
     size = released.sum(1)
     expected = m * (10 - 3 * sigma) / (theta + 10)  # E[m − L_m] (Lijoi et al., 2008)
     assert abs(size.mean() - expected) / (size.std() / np.sqrt(size.size)) < 4
@@ -445,7 +448,7 @@ def test_records_that_merge_in_float32_are_a_value_error():
             lambda: predictive_release(KEY, Partition(np.unique(x), np.full(3, 2)), 5, 0.0, 1.0),
             lambda: delta_tilde(KEY, np.repeat(x, 2), 5, 0.0, 1.0, 1.0),
         ):
-            with pytest.raises(ValueError, match=r"3 distinct values as float64 but only 2 as float32.*x64"):
+            with pytest.raises(ValueError, match=r"distinct values as float64 that merge as float32.*x64"):
                 call()
         with pytest.raises(ValueError, match="too large for float32"):
             partition(np.array([1e300, 1.0]))
@@ -490,7 +493,7 @@ def test_base_must_be_a_scalar_numpyro_distribution():
             call("uniform")
         with pytest.raises(ValueError, match="scalar records"):
             call(dist.Normal(np.zeros(2), 1.0))
-    out = predictive_release(KEY, X, 50, 0.0, 1e30, base=dist.Normal(0.0, 1.0))
+    out = predictive_urn(KEY, X, 50, 0.0, 1e30, base=dist.Normal(0.0, 1.0))
     assert int(out.num_new) == 50  # large finite θ: every record new, drawn from H
 
 

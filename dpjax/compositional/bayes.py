@@ -55,7 +55,7 @@ from ..mechanisms import LaplaceMechanism
 from ..mechanisms.base import check_key, concrete, positive
 from ..models.dirichlet import _parts, dirichlet_mean_log, sample_alpha
 from ..primitives import privatized
-from .data import check_size, check_threshold
+from .data import check_compositions, check_size, check_threshold
 from .diagnostics import censored_moments
 from .dpboots import dpboots
 
@@ -187,7 +187,8 @@ def dp_mcmc(
         x0 = np.asarray(init_records, dtype=float)
         if x0.shape != (n, d):
             raise ValueError(f"`init_records` must have shape (n, d) = {(n, d)}, got {x0.shape}.")
-        x0 = jnp.asarray(x0, jnp.result_type(float))
+        # Dirichlet records: every part > 0 (the density is 0 on the faces) and rows on the simplex
+        x0 = check_compositions(x0, "init_records", allow_zeros=False)
         init_params = {"x": x0}
     init_params = _per_chain(init_params, num_chains)
     kernel = DataAugmentationKernel(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -128,6 +129,28 @@ def _core(rng_key, s, a, epsilon1, *, n, num_boot, max_tries, batch_size):
     return *(v.reshape(padded, *v.shape[2:])[:num_boot] for v in out), scale
 
 
+#: DPBoots refuses an interval when more than this share of its draws failed (NaN), and warns below it
+MAX_FAILED_SHARE = 0.1
+
+
+def _check_failed_draws(draws, n):
+    """A draw fails (NaN) where an MLE does not exist or did not converge: at tiny n a bootstrap data set
+    often has no MLE. The percentile interval of the others would then describe a selected subset."""
+    failed = int(np.sum(np.any(np.isnan(draws), axis=1)))
+    if not failed:
+        return
+    what = (
+        f"{failed} of {draws.shape[0]} bootstrap draws failed (an MLE that does not exist or did not "
+        f"converge, typical of small data sets: n = {n})"
+    )
+    if failed > MAX_FAILED_SHARE * draws.shape[0]:
+        raise ValueError(
+            f"{what}: the percentile interval of the rest would describe a selected subset, so DPBoots gives "
+            "none here. Use the Bayesian methods (dp_mcmc), which need no MLE."
+        )
+    warnings.warn(f"{what}; the interval is that of the other draws.", UserWarning, stacklevel=3)
+
+
 class DPBootsResult(NamedTuple):
     """Output of :func:`dpboots`.
 
@@ -223,6 +246,8 @@ def dpboots(
             f"is too far outside the range for its Laplace scale {float(scale):.4g}. Check that `a`, `n` "
             "and `epsilon1` are those of the release, or raise `max_tries`."
         )
+    if concrete(draws):
+        _check_failed_draws(np.asarray(draws), n)
     tail = (1.0 - level) / 2.0
     lower, upper = jnp.nanquantile(draws, jnp.asarray([tail, 1.0 - tail], dtype=s.dtype), axis=0)
     estimate = _mle(s).alpha

@@ -238,8 +238,9 @@ class DPssRelease(NamedTuple):
 def dpss(
     rng_key, x, thresholds, epsilon1, epsilon2, *, n1: int = 0, exact_score: bool = False
 ) -> DPssRelease:
-    """Algorithm 1 (DPss) of the seed: select the censoring threshold with the ε₂-DP noisy score
-    and release S_L(D, a) = S₀(D, a) + Laplace(0, −d log(a)/(n ε₁)) per part — or, with ``n1 > 0``,
+    """SIMULATION ONLY. Algorithm 1 (DPss) of the seed: select the censoring threshold with the
+    ε₂-DP noisy score and release S_L(D, a) = S₀(D, a) + Laplace(0, −d log(a)/(n ε₁)) per part — or,
+    with ``n1 > 0``,
     split D uniformly at random into D₁ (n₁ rows) and D₂ (n₂ = n − n₁ rows) and release
     S_L(D₁, a) and S_L(D₂, a). (ε₁ + ε₂)-DP (Theorem 1; the split halves are disjoint, so the
     two Laplace releases cost ε₁ together by parallel composition).
@@ -269,6 +270,13 @@ def dpss(
     >>> dpss(jax.random.key(2), x, [0.1, 0.01], 0.5, 1.5, n1=100).statistic.shape
     (2, 3)
     """
+    if rng_key is None:
+        raise ValueError(
+            "dpss is a simulation and cannot publish (rng_key=None asks for a publication): its Laplace "
+            "step adds floating-point noise to a float statistic, which is not differentially private "
+            "(Mironov 2012). Publish the threshold score alone with release_score(None, ...) (exact, "
+            "operating-system randomness); pass a JAX key to simulate DPss."
+        )
     check_key(rng_key)
     x = check_compositions(x)
     n, d = x.shape

@@ -295,6 +295,19 @@ class Mechanism:
         statistic = jnp.asarray(statistic, dtype=jnp.result_type(float))
         return self.noise(statistic).sample(rng_key)
 
+    def check_release_shape(self, shape, what="the statistic T") -> None:
+        """Raise a ValueError unless the mechanism's parameters are a scalar (one budget for every
+        entry, reported once per entry) or have ``shape`` (one budget per entry): parameters that
+        broadcast from another shape, e.g. ε of shape (1,) over a 3-vector, would release three entries
+        under a guarantee that counts one."""
+        params = np.shape(self.scale)
+        if params not in ((), tuple(shape)):
+            raise ValueError(
+                f"The mechanism's parameters have shape {params} but {what} has shape {tuple(shape)}: give "
+                "one ε (or scale) for the whole release, or one per entry of T, so that the guarantee counts "
+                "every entry released."
+            )
+
     def max_log_density(self, shape=()) -> float:
         """The maximum over releases of ``log η(release | T)`` for a release of ``shape``
         (the constant of exact rejection ABC: accept with ``η(s|T) / max η``). A traced scalar
@@ -408,13 +421,9 @@ class IntegerMechanism(Mechanism):
             raise ValueError(_NOT_TRACEABLE)
         values = exact.integer_array(statistic, "statistic")
         params = np.asarray(self._exact_params, dtype=object)
-        try:
-            shape = np.broadcast_shapes(values.shape, params.shape)
-        except ValueError:
-            raise ValueError(
-                f"`statistic` has shape {values.shape}, which does not broadcast with the mechanism's "
-                f"parameter shape {params.shape}."
-            ) from None
+        if values.shape and params.shape:
+            self.check_release_shape(values.shape, "`statistic`")
+        shape = params.shape or values.shape
         rng, draw = _host_rng(rng_key), self._exact_draw
         flat = np.broadcast_to(params, shape).ravel().tolist()
         noise = [draw(p, rng) for p in flat]

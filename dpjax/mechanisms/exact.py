@@ -153,7 +153,7 @@ def _as_int(x, name: str) -> int:
         return int(x)
     if isinstance(x, numbers.Real) and math.isfinite(x) and x == math.floor(x):
         return int(x)
-    raise ValueError(f"`{name}` must be integer-valued (finite integers), got entry {x!r}.")
+    raise ValueError(f"`{name}` must be integer-valued (finite integers); an entry is not.")
 
 
 def integer_array(value, name: str = "statistic") -> np.ndarray:
@@ -168,19 +168,18 @@ def integer_array(value, name: str = "statistic") -> np.ndarray:
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError, OverflowError) as err:
-        raise ValueError(f"`{name}` must be an array of integers, got {value!r}.") from err
+        raise ValueError(f"`{name}` must be an array of integers, got a {type(value).__name__}.") from err
     kind = arr.dtype.kind
     if kind in "biu":
         if kind != "u" or arr.size == 0 or arr.max() <= _INT64.max:
             return arr.astype(np.int64)
     elif kind == "f":
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"`{name}` must be finite, got NaN or inf in {value!r}.")
+            raise ValueError(f"`{name}` must be finite; it has NaN or inf entries.")
         if not np.all(arr == np.floor(arr)):
-            bad = float(arr[arr != np.floor(arr)].flat[0])
             raise ValueError(
-                f"`{name}` must be integer-valued for an integer mechanism, got {bad!r}; round or "
-                "cast it yourself if that is intended (the release does not round silently)."
+                f"`{name}` must be integer-valued for an integer mechanism; it has non-integer entries. "
+                "Round or cast it yourself if that is intended (the release does not round silently)."
             )
         if np.all(np.abs(arr) < 2.0**63):
             return arr.astype(np.int64)

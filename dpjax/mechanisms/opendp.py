@@ -31,7 +31,7 @@ _SUPPORTED = (
 )
 
 
-def from_opendp(measurement, sensitivity=1) -> Mechanism:
+def from_opendp(measurement, sensitivity=None) -> Mechanism:
     """The dpjax mechanism that adds the same noise as an OpenDP ``measurement``.
 
     ============================  ====================  =============================================
@@ -52,9 +52,14 @@ def from_opendp(measurement, sensitivity=1) -> Mechanism:
     finest; a ``k`` with spacing above ``scale / 1000`` is refused).
 
     :param measurement: an ``opendp.mod.Measurement`` (or ``opendp.context.Query``).
-    :param sensitivity: the L1 (Laplace) or L2 (Gaussian) sensitivity of the statistic the noise is
-        added to, in the measurement's input metric (for a chain ``t >> m``: of ``t``'s output).
-        The dpjax guarantee at it is checked against OpenDP's privacy map ``m.map(sensitivity)``.
+    :param sensitivity: the distance between neighbouring inputs in the measurement's own input
+        metric (OpenDP's ``d_in``). For a noise measurement alone that is the L1 (Laplace) or L2
+        (Gaussian) sensitivity of the statistic the noise is added to. For a chain ``t >> m`` (and a
+        context-API query) it is the privacy unit on the data set, e.g. 1 for one record added or
+        removed under the symmetric distance; the statistic's sensitivity is then ``t``'s stability
+        map of it (``t.map(d_in)``: 10 for a sum of values clamped to [0, 10]). Default: the query's
+        privacy unit for a query, else 1. The dpjax guarantee is checked against OpenDP's privacy map
+        of the whole measurement, ``measurement.map(d_in)``.
     :raises ValueError: for a measurement dpjax does not map (naming why).
     :raises ImportError: when OpenDP is not installed.
 
@@ -73,12 +78,17 @@ def from_opendp(measurement, sensitivity=1) -> Mechanism:
         raise ImportError('from_opendp needs OpenDP: pip install "dpjax[opendp]"') from None
     if np.ndim(sensitivity):
         raise ValueError(f"`sensitivity` must be a scalar (OpenDP's d_in), got {sensitivity!r}.")
+    unit = 1
     if isinstance(measurement, Query):
+        unit = getattr(measurement, "_d_in", None) or unit  # the context's privacy unit
         measurement = measurement.resolve()
     if not isinstance(measurement, Measurement):
         raise ValueError(f"from_opendp needs an OpenDP Measurement, got {type(measurement).__name__}.")
+    whole, d_in = measurement, _distance(measurement, unit if sensitivity is None else sensitivity)
+    d_stat = d_in  # in the noise measurement's input metric: the chain's transformations map it
     spec = getattr(measurement, "__opendp_dict__", None) or {}
-    while spec.get("__function__") == "make_chain_mt":  # the noise of t >> m is m's
+    while spec.get("__function__") == "make_chain_mt":  # t >> m: the noise is m's, on t's output
+        d_stat = spec["__kwargs__"]["transformation0"].map(d_stat)
         measurement = spec["__kwargs__"]["measurement1"]
         spec = getattr(measurement, "__opendp_dict__", None) or {}
     fn, kw, measure = spec.get("__function__"), spec.get("__kwargs__", {}), str(measurement.output_measure)
@@ -104,26 +114,37 @@ def from_opendp(measurement, sensitivity=1) -> Mechanism:
             f"(not far below the scale {scale:g}): dpjax models float noise as continuous. Leave `k` "
             "at its default (the finest lattice)."
         )
+    d_stat = float(d_stat)
     if noise == "laplace" and integer:
         mech = DiscreteLaplaceMechanism(scale=scale)  # ignores `sensitivity` given `scale`: set it
-        mech.sensitivity = positive_integer("sensitivity", sensitivity)
+        mech.sensitivity = positive_integer("sensitivity", d_stat)
     elif noise == "laplace":
-        mech = LaplaceMechanism(scale=scale, sensitivity=sensitivity)
+        mech = LaplaceMechanism(scale=scale, sensitivity=d_stat)
     else:
-        mech = (DiscreteGaussianMechanism if integer else GaussianMechanism)(
-            sigma=scale, sensitivity=sensitivity
-        )
+        mech = (DiscreteGaussianMechanism if integer else GaussianMechanism)(sigma=scale, sensitivity=d_stat)
     ours = mech.guarantee.epsilon if noise == "laplace" else mech.guarantee.rho
-    d_in = float(mech.sensitivity)
-    if str(measurement.input_metric.distance_type)[0] in "iu":
-        d_in = int(positive_integer("sensitivity", d_in))
-    theirs = float(measurement.map(d_in))
-    if not math.isclose(ours, theirs, rel_tol=1e-9):
+    theirs = float(whole.map(d_in))
+    if not math.isclose(ours, theirs, rel_tol=1e-5):  # OpenDP rounds its map upwards, in float
         kind = "ε" if noise == "laplace" else "ρ"
+        chained = (
+            f" (the statistic's sensitivity {d_stat:g}, from the chain's stability map)"
+            if whole is not measurement
+            else ""
+        )
         raise ValueError(
-            f"OpenDP's privacy map gives {kind}={theirs:g} at sensitivity {d_in}, but dpjax's "
-            f"{type(mech).__name__} with scale {scale:g} gives {kind}={ours:g}: the measurement "
-            "does not add plain noise of that scale (a float lattice 2**k coarse next to the "
-            "sensitivity rounds the input)."
+            f"OpenDP's privacy map gives {kind}={theirs:.10g} at d_in={d_in}, but dpjax's "
+            f"{type(mech).__name__} "
+            f"with scale {scale:g} at sensitivity {d_stat:g}{chained} gives {kind}={ours:.10g}: the "
+            "measurement does not add plain noise of that scale to the statistic (a float lattice of "
+            "spacing 2**k not far below the scale rounds the input, or a transformation in the chain "
+            "changes more than its stability map says)."
         )
     return mech
+
+
+def _distance(measurement, value):
+    """``value`` as a distance of the measurement's input metric (an int for integer metrics)."""
+    value = positive("sensitivity", value)
+    if str(measurement.input_metric.distance_type)[0] in "iu":
+        return int(positive_integer("sensitivity", value))
+    return float(value)

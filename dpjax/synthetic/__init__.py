@@ -14,10 +14,12 @@ from .inference import (
 from .pitman_yor import (
     Partition,
     SyntheticRelease,
+    UrnDraw,
     check_pitman_yor,
     log_predictive_density,
     partition,
     predictive_release,
+    predictive_urn,
     sample_pitman_yor,
 )
 from .privacy import (
@@ -35,6 +37,7 @@ __all__ = [
     "DeltaEstimate",
     "Partition",
     "SyntheticRelease",
+    "UrnDraw",
     "admissible_theta",
     "check_pitman_yor",
     "delta_tilde",
@@ -53,6 +56,7 @@ __all__ = [
     "perturbed_histogram",
     "posterior_predictive",
     "predictive_release",
+    "predictive_urn",
     "sample_pitman_yor",
     "smoothed_histogram",
     "summary",

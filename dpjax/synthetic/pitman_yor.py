@@ -10,6 +10,7 @@ correcting for −σ by rejection (σ ≥ 0) or by mixing in a uniform pick of a
 
 from __future__ import annotations
 
+import secrets
 from typing import NamedTuple
 
 import jax
@@ -19,13 +20,17 @@ import numpyro.distributions as dist
 from jax import lax, random
 from scipy.special import gammaln
 
+from ..mechanisms.base import check_key
+
 __all__ = [
     "Partition",
     "SyntheticRelease",
     "check_pitman_yor",
     "log_predictive_density",
+    "UrnDraw",
     "partition",
     "predictive_release",
+    "predictive_urn",
     "sample_pitman_yor",
 ]
 
@@ -39,14 +44,30 @@ class Partition(NamedTuple):
 
 
 class SyntheticRelease(NamedTuple):
-    """- **values** – the m synthetic records (Algorithm 1);
-    - **released** – mask of the records Algorithm 3 releases (those equal to an observed value);
-    - **labels** – each record's cluster: ``< k`` an observed value, ``k + h`` the h-th new one;
-    - **synthetic_counts** – S: records per cluster (shape ``k + m``; S₁…S_k old, then new);
-    - **num_new** – K_m⁽ⁿ⁾, the number of new values."""
+    """What a Pitman–Yor release may publish:
+
+    - **values** – the m synthetic records of Algorithm 1 (publish them all), and
+    - **released** – Algorithm 3's selection: publish ``values[released]`` alone (the records equal
+      to an observed value). Never publish the mask beside ``values``: it says which records are
+      confidential values.
+
+    The urn's bookkeeping (which confidential value each record copies, the counts per value) is
+    not here; :func:`predictive_urn` returns it, for analyses, not for publication."""
 
     values: jax.Array
     released: jax.Array
+
+
+class UrnDraw(NamedTuple):
+    """One draw of the urn behind a release, **confidential**: ``labels`` index the sorted
+    confidential values and ``synthetic_counts`` has k + m entries, k the number of distinct
+    confidential values. For tests and utility analyses; never publish it.
+
+    - **values** – the m synthetic records; **labels** – each record's cluster (``< k`` an observed
+      value, ``k + h`` the h-th new one); **synthetic_counts** – S: records per cluster (S₁…S_k old,
+      then new); **num_new** – K_m⁽ⁿ⁾, the number of new values."""
+
+    values: jax.Array
     labels: jax.Array
     synthetic_counts: jax.Array
     num_new: jax.Array
@@ -79,8 +100,8 @@ def _check_records(x, name="x", *, canonical=True) -> np.ndarray:
     bad = ~np.isfinite(x)
     if np.any(bad):
         raise ValueError(
-            f"`{name}` must hold finite records; {int(bad.sum())} are NaN or infinite "
-            f"(first at index {int(np.argmax(bad))}). Drop or impute them before releasing."
+            f"`{name}` must hold finite records; some are NaN or infinite. Drop or impute them before "
+            "releasing."
         )
     if not canonical:
         return x
@@ -104,10 +125,9 @@ def _check_records(x, name="x", *, canonical=True) -> np.ndarray:
     k_given, k_cast = np.unique(x).size, np.unique(y).size
     if k_cast != k_given:
         raise ValueError(
-            f"`{name}` has {k_given} distinct values as {x.dtype} but only {k_cast} as {dtype} "
-            "(JAX's default with x64 off): distinct records would merge into one value of the "
-            "partition. Enable x64 (jax.config.update('jax_enable_x64', True)) or round the data "
-            "first (e.g. np.round(x, 6))."
+            f"`{name}` has distinct values as {x.dtype} that merge as {dtype} (JAX's default with x64 "
+            "off): distinct records would become one value of the partition. Enable x64 "
+            "(jax.config.update('jax_enable_x64', True)) or round the data first (e.g. np.round(x, 6))."
         )
     return y
 
@@ -256,16 +276,41 @@ def predictive_release(rng_key, data, m: int, sigma: float, theta: float, base=N
     confidential ``data`` (records, or a :class:`Partition`): Algorithm 1; ``released`` marks
     Algorithm 3's histogram-perturbation release (only already-observed values).
 
+    :param rng_key: ``None`` for a real publication: the key is then drawn from the operating
+        system's randomness (``secrets``), so nobody can recompute the release. A JAX key gives a
+        reproducible *simulation*: whoever knows or guesses it can recompute the release for each
+        candidate data set and tell which one was used (every example here uses ``key(0)``), so
+        never publish a release made with a known key. The urn's probabilities are computed in
+        floating point (relative error ~10⁻⁷ in each step's law).
+
     ``base`` is H, a NumPyro distribution over scalar records (default Uniform(0, 1)). Compiled;
     ``jax.vmap`` over keys for replicates. The inputs are validated on the host first: records
     must be finite real numbers that stay distinct in JAX's default dtype, σ a finite number < 1
-    and θ finite (see :func:`check_pitman_yor`); anything else is a ``ValueError``.
+    and θ finite (see :func:`check_pitman_yor`); anything else is a ``ValueError``. The result holds
+    only what may be published (:class:`SyntheticRelease`); the urn's confidential bookkeeping is
+    :func:`predictive_urn`'s.
 
     >>> import jax
-    >>> out = predictive_release(jax.random.key(0), [0.1, 0.1, 0.4, 0.4, 0.4], m=8, sigma=0.0, theta=1.0)
-    >>> out.values.shape, int(out.synthetic_counts.sum())
-    ((8,), 8)
+    >>> out = predictive_release(None, [0.1, 0.1, 0.4, 0.4, 0.4], m=8, sigma=0.0, theta=1.0)  # publish
+    >>> out.values.shape
+    (8,)
+    >>> sim = predictive_release(jax.random.key(0), [0.1, 0.1, 0.4, 0.4, 0.4], m=8, sigma=0.0, theta=1.0)
     """
+    draw = predictive_urn(_publication_key(rng_key), data, m, sigma, theta, base)
+    return SyntheticRelease(draw.values, draw.labels < draw.synthetic_counts.shape[0] - m)
+
+
+def predictive_urn(rng_key, data, m: int, sigma: float, theta: float, base=None) -> UrnDraw:
+    """The urn draw behind :func:`predictive_release` (the same key gives the same values), with its
+    **confidential** bookkeeping (:class:`UrnDraw`): for tests and utility analyses, never for
+    publication.
+
+    >>> import jax
+    >>> draw = predictive_urn(jax.random.key(0), [0.1, 0.1, 0.4, 0.4, 0.4], m=8, sigma=0.0, theta=1.0)
+    >>> int(draw.synthetic_counts.sum())
+    8
+    """
+    check_key(rng_key)
     data = _as_partition(data)
     m = _positive_int(m, "m")
     check_pitman_yor(sigma, theta, len(data.counts))
@@ -282,6 +327,14 @@ def predictive_release(rng_key, data, m: int, sigma: float, theta: float, base=N
     )
 
 
+def _publication_key(rng_key):
+    """``rng_key``, or for ``None`` a key from the operating system's randomness (for a publication)."""
+    if rng_key is None:
+        return random.key(secrets.randbits(63))
+    check_key(rng_key)
+    return rng_key
+
+
 def _release(key, values, counts, num_records, m, sigma, theta, base):
     k_urn, k_base = random.split(key)
     labels, counts_all, k = _urn(k_urn, counts, num_records, m, sigma, theta)
@@ -291,7 +344,7 @@ def _release(key, values, counts, num_records, m, sigma, theta, base):
         labels < k0, values[jnp.minimum(labels, k0 - 1)], new_values[jnp.maximum(labels - k0, 0)]
     )
     synthetic = counts_all - jnp.concatenate([counts, jnp.zeros(m, counts.dtype)])
-    return SyntheticRelease(values_out, labels < k0, labels, synthetic, k - k0)
+    return UrnDraw(values_out, labels, synthetic, k - k0)
 
 
 _release = jax.jit(_release, static_argnames=("num_records", "m"))

@@ -59,9 +59,9 @@ class DeltaEstimate(NamedTuple):
 def _check_counts(counts, sigma):
     if np.any(counts < 2):
         raise ValueError(
-            "Theorem 4.1 needs every observed value to appear at least twice (nᵢ > 1); "
-            f"{int(np.sum(counts < 2))} values appear once. Double them (as the seed does for its "
-            "income data) or merge rare values before releasing."
+            "Theorem 4.1 needs every observed value to appear at least twice (nᵢ > 1); some appear "
+            "once. Double them (as the seed does for its income data) or merge rare values before "
+            "releasing."
         )
     if sigma < 0:
         raise ValueError("`sigma` must be in [0, 1) here; for sigma < 0 use `negative_sigma_epsilon`.")
