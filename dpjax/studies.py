@@ -14,7 +14,13 @@ Grid values are scalars of one type per parameter. Floats reach ``cell_fn`` as t
 (one compilation for all their values) unless named in ``static``; ints, bools and strings as
 Python values (shapes, switches: one compilation each). Cell ``params`` gets the key
 ``fold_in(rng_key, crc32 of its parameters)`` and its replicates ``split`` of it, so a cell's
-numbers do not depend on the rest of the grid, on the devices, or on an interruption.
+numbers do not depend on the rest of the grid or on an interruption. They do depend on the number
+of devices: XLA compiles each device's share of the replicates as a batch of that size, and a batch
+of another size may sum in another order; an inner NUTS turns such last-bit differences into other
+draws. Same devices, same numbers.
+
+Several processes may share one ``out``: each merges the table on disk into its own under a lock
+before it writes, so cells that another process wrote are kept (and not recomputed on a resume).
 
 **Several hosts.** Start the same script on every host, calling
 ``jax.distributed.initialize(coordinator_address="host0:1234", num_processes=P, process_id=i)``
@@ -28,6 +34,7 @@ others the cells this call ran. ``tests/test_studies.py`` runs two local process
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -309,8 +316,27 @@ def _check_grid(grid) -> dict[str, list]:
             raise ValueError(f"grid[{name!r}]: values must be scalars of one type (bool, int, float, str)")
         if len(set(values)) < len(values):
             raise ValueError(f"grid[{name!r}] repeats a value: {values}")
+        if any(isinstance(v, float) and math.isnan(v) for v in values):
+            raise ValueError(f"grid[{name!r}] holds NaN: every cell needs a value to run at")
         checked[name] = values
     return checked
+
+
+def _check_resolution(grid: dict[str, list], static: tuple[str, ...]) -> None:
+    """Traced floats reach ``cell_fn`` in JAX's float type: two grid values that round to one float32
+    would run as one cell under two labels."""
+    dtype = np.dtype(jax.numpy.result_type(float))
+    for name, values in grid.items():
+        if name in static or not isinstance(values[0], float):
+            continue
+        rounded = np.asarray(values, dtype)
+        if len(set(rounded.tolist())) < len(values):
+            raise ValueError(
+                f"grid[{name!r}]: values {values} are not all distinct in {dtype.name}, the type in which "
+                f"cell_fn receives them; space them further apart, name {name!r} in `static` (Python "
+                "floats), "
+                "or enable 64-bit floats"
+            )
 
 
 def _cell_id(params: Mapping[str, Any]) -> str:
@@ -397,13 +423,55 @@ def _read(path: Path, grid: dict[str, list]):
 
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
-    return pd.read_csv(path, dtype={k: type(v[0]) for k, v in grid.items()})
+    # a string grid value is read as written ("NA" and "" are values, not missing); elsewhere an empty
+    # field is a missing number
+    columns = pd.read_csv(path, nrows=0).columns
+    strings = {k for k, v in grid.items() if isinstance(v[0], str)}
+    missing = {c: ["", "nan", "NaN"] for c in columns if c not in strings}
+    types = {k: type(v[0]) for k, v in grid.items()}
+    return pd.read_csv(path, dtype=types, keep_default_na=False, na_values=missing)
 
 
-def _write(frame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    frame.to_parquet(tmp, index=False) if path.suffix == ".parquet" else frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)  # atomic: an interruption leaves the previous table
+def _cells_of(table, grid: dict[str, list], replicates: int) -> dict:
+    """``{cell id: frame}`` of the complete cells of a table read from ``out``."""
+    cells = {}
+    for key, frame in table.groupby(list(grid), sort=False, dropna=False):
+        cid = _cell_id(dict(zip(grid, (k.item() if isinstance(k, np.generic) else k for k in key))))
+        if len(frame) == replicates:
+            cells[cid] = frame.reset_index(drop=True)
+    return cells
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` + ".lock" (POSIX; elsewhere no lock), so that processes sharing
+    ``out`` read-merge-write it one at a time."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows)
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _write(frames: dict, ids: list[str], path: Path, grid: dict[str, list], replicates: int) -> None:
+    """Write ``frames`` to ``path``, first merging in the cells another process has written there
+    since (``frames`` takes them too, so a resume does not run them again)."""
+    import pandas as pd
+
+    with _locked(path):
+        if path.exists():
+            for cid, frame in _cells_of(_read(path, grid), grid, replicates).items():
+                frames.setdefault(cid, frame)
+        table = pd.concat([frames[c] for c in _ordered(frames, ids)], ignore_index=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        table.to_parquet(tmp, index=False) if path.suffix == ".parquet" else table.to_csv(tmp, index=False)
+        os.replace(tmp, path)  # atomic: an interruption leaves the previous table
 
 
 def run_study(
@@ -465,6 +533,7 @@ def run_study(
     static = (static,) if isinstance(static, str) else tuple(static)
     if not set(static) <= set(grid):
         raise ValueError(f"static: {sorted(set(static) - set(grid))} are not grid parameters {list(grid)}")
+    _check_resolution(grid, static)
     paths = None if out is None else _paths(out)
     main = jax.process_index() == 0
 
@@ -485,11 +554,7 @@ def run_study(
                 f"out={str(paths[0])!r} holds another study ({old}); this one is {spec}: "
                 "use another out, or delete it to start again"
             )
-        table = _read(paths[0], grid)
-        for key, frame in table.groupby(list(grid), sort=False):
-            cid = _cell_id(dict(zip(grid, (k.item() if isinstance(k, np.generic) else k for k in key))))
-            if len(frame) == replicates:
-                frames[cid] = frame.reset_index(drop=True)
+        frames.update(_cells_of(_read(paths[0], grid), grid, replicates))
     elif paths is not None and main:
         paths[1].write_text(json.dumps(spec))
     todo = np.array([cid not in frames for cid in ids])
@@ -513,6 +578,9 @@ def run_study(
         for params, cid, run in zip(cells, ids, todo):
             if not run:
                 continue
+            if cid in frames:  # written meanwhile by another process sharing `out`
+                bar.update(replicates)
+                continue
             bar.set_postfix_str(cid)
             keys = jax.random.split(_cell_key(rng_key, params), replicates)
             key_data = np.asarray(jax.random.key_data(keys))
@@ -520,7 +588,18 @@ def run_study(
             is_traced = lambda k, v: isinstance(v, float) and k not in static
             traced = {k: np.asarray(v, float_dtype) for k, v in params.items() if is_traced(k, v)}
             fixed = tuple((k, v) for k, v in params.items() if not is_traced(k, v))
-            outputs, compile_s, run_s = batched(key_data, traced, fixed)
+            try:
+                outputs, compile_s, run_s = batched(key_data, traced, fixed)
+            except jax.errors.ConcretizationTypeError as e:  # a Python branch on a traced grid value
+                if not traced:
+                    raise
+                raise ValueError(
+                    f"cell_fn needs a concrete value of a traced input ({type(e).__name__}). The float grid "
+                    f"parameters {list(traced)} reach cell_fn as traced scalars (one compilation for all "
+                    "their "
+                    "values); name those it branches on in Python (or uses as a shape) in `static=`, e.g. "
+                    f"static={list(traced)[:1]}."
+                ) from e
             outputs = jax.tree.map(lambda x: np.asarray(x)[:replicates], outputs)
             named = _leaves(outputs) if summaries is None else summaries(outputs, params).items()
             columns = {}
@@ -545,7 +624,7 @@ def run_study(
             )
             frames[cid] = frame
             if paths is not None and main:
-                _write(pd.concat([frames[c] for c in _ordered(frames, ids)], ignore_index=True), paths[0])
+                _write(frames, ids, paths[0], grid, replicates)
             bar.update(replicates)
             if on_cell is not None:
                 on_cell(params, frame)

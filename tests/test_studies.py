@@ -173,14 +173,31 @@ def test_string_and_bool_parameters_round_trip_through_csv(tmp_path):
         x = jax.random.normal(key) * scale
         return {"x": x + (1.0 if method == "shift" else 0.0) + (0.0 if centred else 5.0)}
 
-    grid = {"scale": [1.0], "method": ["1", "shift"], "centred": [True, False]}
+    # "NA" and "" are values, not missing ones (840f5ad recomputed them on every resume)
+    grid = {"scale": [1.0], "method": ["1", "shift", "NA", ""], "centred": [True, False]}
     kwargs = dict(replicates=2, rng_key=jax.random.key(1), progress_bar=False, out=tmp_path / "s.csv")
     first = run_study(cell, grid, **kwargs)
     rerun = []
     second = run_study(cell, grid, on_cell=lambda p, f: rerun.append(p), **kwargs)
     assert rerun == []
     pd.testing.assert_frame_equal(first.drop(columns=TIMING), second.drop(columns=TIMING), check_exact=True)
-    assert second["method"].tolist() == ["1", "1", "1", "1", "shift", "shift", "shift", "shift"]
+    assert second["method"].tolist() == [m for m in grid["method"] for _ in range(4)]
+
+
+def test_two_processes_sharing_out_keep_each_others_cells(tmp_path):
+    """Another process writes its cells while this one runs (simulated: it runs inside this one's
+    on_cell): each write merges the table on disk, so no cell is lost. At 840f5ad each process rewrote
+    the table from its own cells, and half the rows were lost with both exiting 0."""
+    kwargs = dict(replicates=2, rng_key=jax.random.key(3), progress_bar=False, out=tmp_path / "shared.csv")
+
+    def other_process(params, frame):
+        if params["mu"] == 0.0:
+            run_study(small_cell, {"mu": [5.0, 6.0], "n": [3]}, **kwargs)
+
+    run_study(small_cell, {"mu": [0.0, 1.0], "n": [3]}, on_cell=other_process, **kwargs)
+    out = kwargs["out"]
+    table = pd.read_csv(out)
+    assert sorted(table["mu"].unique()) == [0.0, 1.0, 5.0, 6.0] and len(table) == 8
 
 
 def test_static_floats_and_a_custom_summary_function():
@@ -304,6 +321,12 @@ def test_mcmc_cell_runs_chains_with_stats():
         (dict(grid={"mu": 1.0}), r"grid\['mu'\] must be a list"),
         (dict(grid={"mu": [1.0, 1]}), r"grid\['mu'\]: values must be scalars of one type"),
         (dict(grid={"mu": [1.0, 1.0]}), r"grid\['mu'\] repeats"),
+        (dict(grid={"mu": [float("nan"), 1.0], "n": [3]}), r"grid\['mu'\] holds NaN"),
+        (dict(grid={"mu": [1.0, 1.0 + 1e-9], "n": [3]}), r"not all distinct in float32"),
+        (
+            dict(cell_fn=lambda key, mu, n: {"x": 1.0 if mu > 0 else 0.0}),
+            r"name those it branches on .* static=",
+        ),
         (dict(grid={"replicate": [1.0]}), "grid: 'replicate' must be an identifier"),
         (dict(replicates=0), "replicates must be an int >= 1"),
         (dict(replicates=2.0), "replicates must be an int >= 1"),
