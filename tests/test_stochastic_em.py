@@ -110,9 +110,35 @@ def test_a_chain_that_does_not_move_warns():
         )  # fmt: skip
 
 
+def test_chains_absorbed_on_the_boundary_give_nan_not_the_boundary():
+    """n = 10 records, Laplace scale 2, s = 1.5: one sweep whose records are all 0 sets p = 0, where
+    proposals from f(· | 0) never leave (840f5ad returned p̂ = 0.0 against the MLE 0.130)."""
+
+    def model(s_dp=None):
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+        with numpyro.plate("people", 10):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized(
+            "count", dpjax.LaplaceMechanism(scale=2.0), lambda r: r["x"], {"x": x}, plate="people", obs=s_dp
+        )
+
+    with pytest.warns(UserWarning, match=r"absorbed on the boundary of θ's support \(p = \[0.0\]"):
+        out = stochastic_em(
+            jax.random.key(0),
+            model,
+            {"p": 0.5},
+            1.5,
+            m_step=known_m_step,
+            num_iterations=400,
+            progress_bar=False,
+        )
+    assert np.isnan(float(out.params["p"])) and np.any(np.asarray(out.samples["p"])[:, -1] == 0.0)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
+        ({"init_params": {"p": 1.7}}, r"`init_params\['p'\]` = 1.7 is outside the support"),
         ({"burn_in": 1.0}, "burn_in"),
         ({"num_iterations": 0}, "num_iterations"),
         ({"num_iterations": 2}, "keeps fewer"),

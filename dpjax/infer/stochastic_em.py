@@ -27,11 +27,13 @@ import numpy as np
 from jax import random
 from numpyro import handlers
 from numpyro.diagnostics import effective_sample_size
+from numpyro.distributions import biject_to
 from numpyro.infer import MCMC
 from numpyro.infer.gibbs import prototype_trace
 
 from ..primitives import allow_overflow, site_roles
 from .abc import _positive_whole
+from .chains import check_init_params
 from .monte_carlo_em import em_kernel
 
 __all__ = ["StochasticEMResult", "m_step_update", "stochastic_em"]
@@ -129,11 +131,14 @@ def stochastic_em(
     if not isinstance(init_params, dict):
         raise ValueError(f"`init_params` must be a dict of θ's constrained values, got {init_params!r}.")
     with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
-        roles = site_roles(prototype_trace(model, random.key(0), model_args, model_kwargs))
+        tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
+    roles = site_roles(tr)
     if set(init_params) != set(roles.theta):
         raise ValueError(
             f"`init_params` must give exactly the sites {sorted(roles.theta)}, got {sorted(init_params)}."
         )
+    supports = {k: tr[k]["fn"].support for k in roles.theta}
+    check_init_params(init_params, supports)
     update = m_step_update(m_step, roles.size)
     kernel = em_kernel(model, update, unknown_n=roles.size is not None, size_moves=size_moves)
     mcmc = MCMC(
@@ -159,6 +164,18 @@ def stochastic_em(
     mcmc.run(rng_key, *model_args, init_params=start, **model_kwargs)
     samples = mcmc.get_samples(group_by_chain=True)
     params = {k: jnp.mean(samples[k], axis=(0, 1)) for k in roles.theta}
+    absorbed = _absorbed(samples, supports)
+    if absorbed:
+        params.update({k: jnp.full_like(params[k], jnp.nan) for k in absorbed})
+        where = "; ".join(f"{k} = {v}" for k, v in absorbed.items())
+        warnings.warn(
+            f"stochastic_em: chains were absorbed on the boundary of θ's support ({where} in every kept "
+            "iteration): there the records drawn from f(· | θ) give back the same θ (e.g. p = 0 once every "
+            "record is 0), so the iterates have no stationary law around the MLE, and θ̂ is NaN for these "
+            "sites. Use dpjax.infer.mcem, whose E-step weighs the records given the release.",
+            UserWarning,
+            stacklevel=2,
+        )
     with np.errstate(invalid="ignore", divide="ignore"):  # a chain that did not move: NaN, flagged below
         ess = {k: effective_sample_size(np.asarray(samples[k], np.float64)) for k in roles.theta}
     se = {k: jnp.std(samples[k], axis=(0, 1)) / jnp.sqrt(jnp.asarray(ess[k])) for k in roles.theta}
@@ -172,6 +189,21 @@ def stochastic_em(
             stacklevel=2,
         )
     return StochasticEMResult(params, se, jax.tree.map(jnp.asarray, ess), samples)
+
+
+def _absorbed(samples, supports) -> dict:
+    """``{site: value}`` of the θ sites whose iterates sit, in some chain, on the boundary of their
+    support for every kept iteration (unconstrained value ±inf: p = 0 or 1, a rate 0)."""
+    out = {}
+    for k, support in supports.items():
+        if support.is_discrete:
+            continue
+        draws = np.asarray(samples[k], np.float64)
+        edge = ~np.isfinite(np.asarray(biject_to(support).inv(jnp.asarray(samples[k]))))
+        stuck = np.all(edge.reshape(edge.shape[:2] + (-1,)), axis=1)  # (chains, entries)
+        if stuck.any():
+            out[k] = np.unique(draws.reshape(stuck.shape[:1] + (-1,) + stuck.shape[1:])[:, 0][stuck]).tolist()
+    return out
 
 
 def _records_at(model, params, sites, rng_key, model_args, model_kwargs):
