@@ -23,7 +23,8 @@ for _flag in (*FAST_COMPILE_FLAGS, DEVICES_FLAG):
     if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_flag}".strip()
 
-# The CI's second run, `JAX_ENABLE_X64=1 pytest -m x64` (about 1.5 min): the tests whose answers
+# The CI's second run, `JAX_ENABLE_X64=1 pytest -m "x64 and not slow"` (about 2 min; the second tier's:
+# `-m "x64 and slow"`): the tests whose answers
 # depend on the float width, fast enough to run twice. Entries are node ids: a file (all its tests),
 # a test function (all its parametrizations) or one parametrization. In a plain `pytest` run an
 # entry that matches nothing (a renamed test or file) adds a failing test, x64_tests_entries_match,
@@ -189,6 +190,24 @@ SLOW_TESTS = (
     "tests/test_data_augmentation.py::test_inner_kernel_settings_are_used",
     "tests/test_auto_moves.py::test_same_model_and_data_get_the_same_choice_and_draws",
     "tests/test_abc.py::test_time_cap_reports_acceptance_rate",
+    "tests/test_abc.py::test_huge_max_proposals_do_not_overflow",
+    "tests/test_abc.py::test_vectorized_path_gives_the_exact_posterior[bernoulli_simulator]",
+    "tests/test_compile_once.py::test_exact_abc_with_simulator_does_not_retrace",
+    "tests/test_compositional.py::test_censored_moments_match_simulation[alpha2-0.2]",
+    "tests/test_data_augmentation.py::test_arviz_from_numpyro_unchanged",
+    "tests/test_data_augmentation.py::test_chain_methods_agree[vectorized]",
+    "tests/test_mcem.py::test_the_result_is_an_array_pytree_that_a_study_can_stack",
+    "tests/test_pseudo_marginal.py::test_noisy_likelihood_estimate_warns_from_a_vmapped_run_chain",
+    "tests/test_reliability.py::test_records_hidden_model_uses_the_callers_key[<lambda>]",
+    "tests/test_site_rules.py::test_a_factor_of_theta_alone_is_accepted",
+    # docstring examples whose engines have a default test (the docs build runs them too)
+    "dpjax/models/poisson.py::dpjax.models.poisson.poisson_count",
+    "dpjax/compositional/diagnostics.py::dpjax.compositional.diagnostics.censored_moments",
+    "dpjax/compositional/bayes.py::dpjax.compositional.bayes.elicit_priors",
+    "dpjax/compositional/bayes.py::dpjax.compositional.bayes.dp_abc",
+    "dpjax/synthetic/privacy.py::dpjax.synthetic.privacy.delta_tilde",
+    "dpjax/models/loglinear.py::dpjax.models.loglinear.naive_bayes",
+    "dpjax/reproduce/unknown_n.py::dpjax.reproduce.unknown_n.dp_parametric_bootstrap",
 )
 
 

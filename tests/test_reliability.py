@@ -153,7 +153,7 @@ def test_nan_and_inf_releases_under_jit_vmap_flag_the_chain_and_give_nan_draws()
 
 
 def test_valid_flag_is_collected_by_default():
-    mcmc = run_da(count_model, 50, jnp.array(17.4))
+    mcmc = run_da(count_model, 50, jnp.array(17.4), theta_update=beta_draw)
     assert np.all(np.asarray(mcmc.get_extra_fields()["valid"]))
 
 

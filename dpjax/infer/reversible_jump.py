@@ -73,6 +73,14 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         as a sweep over a few thousand records. Their fresh records come from one model call whose
         records_plate holds ``size_moves`` slots, so the records must be built from the plate alone
         (no arrays sized by the capacity).
+    :param size_jumps: moves of n by many records at once per iteration, before the joint moves
+        (:func:`dpjax.infer.birth_death.size_jumps`): n → n + k, k = ±max(1, round(σ|z|)), the slots
+        between joining or leaving the database with the record sweep's unused proposals (fresh draws
+        at the current θ) as their records; σ starts at the noise sd of a noisy n and adapts in the
+        warmup towards an acceptance of 0.44 (extra fields ``jump_accept_rate``, ``jump_scale``).
+        After one O(capacity) pass each is O(dim T). At fixed θ the release s limits how far n can
+        move (n·E_θ[t] ≈ s), so where s pins n given θ they move n by about that conditional spread;
+        the joint moves below follow the ridge. Default 10; 0 turns them off.
     :param noncentred_moves: random-walk Metropolis moves of θ and n together per iteration, the
         records held fixed as noise variables u, x = g(θ, u) (:mod:`dpjax.infer.joint_size_moves`).
         A noisy n_dp leaves (θ, n) on a narrow ridge n·E_θ[t] ≈ s, along which births/deaths at
