@@ -85,6 +85,43 @@ def test_a_release_that_reads_theta_is_refused_by_every_record_engine_naming_the
         ENGINES[engine](model)
 
 
+class PlainLaplace(dpjax.mechanisms.Mechanism):
+    """A user's mechanism class, not registered as a pytree: its parameters are attributes."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def noise(self, loc):
+        return dist.Laplace(loc, self.scale)
+
+    def _max_log_density_per_entry(self):
+        return -np.log(2 * self.scale)
+
+    @property
+    def guarantee(self):
+        return dpjax.mechanisms.Guarantee(epsilon=1.0 / self.scale)
+
+
+@pytest.mark.parametrize("scale", ["constant", "mu"])
+def test_a_mechanism_object_that_is_no_pytree_is_read_through_its_attributes(scale):
+    """A mechanism class that is not a pytree is one leaf, an object: the rule reads its array
+    attributes (a TypeError from jnp.asarray(mechanism) before this round's fix), so it runs with a
+    constant scale and is refused with a scale that is the θ site mu."""
+
+    def model(n, s=None):
+        mu = numpyro.sample("mu", dist.Gamma(2.0, 1.0))
+        with numpyro.plate("people", n):
+            u = numpyro.sample("u", dist.Normal(0.0, 1.0))
+        mech = PlainLaplace(2.0 if scale == "constant" else mu)
+        dpjax.privatized("total", mech, lambda r: r["u"], {"u": u}, plate="people", obs=s)
+
+    if scale == "constant":
+        ENGINES["DA"](model)
+    else:
+        with pytest.raises(ValueError, match="reads the θ site 'mu'"):
+            ENGINES["DA"](model)
+
+
 def test_a_released_mean_of_an_unknown_n_is_refused_naming_n():
     """840f5ad: the statistic's n was frozen at the prototype's draw, so the answer depended on the key."""
     kernel = ReversibleJumpKernel(released_mean)

@@ -127,7 +127,8 @@ def test_size_jumps_alone_are_exact_and_adapt_their_scale():
 def test_joint_moves_follow_the_ridge_of_a_very_noisy_n():
     """ε_n = 0.01 (n_dp's noise sd 141): the posterior of (p, n) is the ridge n·p ≈ s, along which
     birth/death moves at fixed p crawl (ESS(n) ≈ 3 per 10 000 draws without the joint moves). The
-    joint (p, n) moves with the record noise held give the exact posterior with ESS > 150. (With u
+    joint (p, n) moves with the record noise held give the exact posterior with ESS > 50 (it varies
+    with the seed: 78–299 for p, 152–448 for n over seeds 0 and 1, with and without size jumps). (With u
     held the count pins the ridge to a stretch of some 20 in n, so more moves per iteration do not
     help: u, refreshed each iteration, sets the pace.) Slow (35 s): the default suite checks the joint
     moves against the exact posterior at ε_n = 0.1 (test_exact_posterior_of_theta_and_n_noisy_n)."""
@@ -139,7 +140,7 @@ def test_joint_moves_follow_the_ridge_of_a_very_noisy_n():
     log_prior = lambda m: 0.0 if 1 <= m <= capacity else -np.inf
     pmf, mean_p, second_p = exact_unknown_n(s_dp, n_dp, LAPLACE, noisier, log_prior, capacity)
     assert np.sqrt(pmf @ np.arange(capacity + 1) ** 2 - (pmf @ np.arange(capacity + 1)) ** 2) > 100
-    assert_matches(mcmc, pmf, mean_p, second_p, min_ess=150)
+    assert_matches(mcmc, pmf, mean_p, second_p, min_ess=50)
     assert 0.1 < float(np.mean(mcmc.get_extra_fields()["nc_accept_rate"])) < 0.5
 
 
@@ -268,6 +269,28 @@ def test_capacity_reached_warns_and_counts():
     n = np.asarray(mcmc.get_samples()["n"])
     np.testing.assert_array_equal(np.asarray(extra["near_capacity"]), n >= 40)
     assert np.mean(n >= 40) > 0.5
+
+
+def test_no_capacity_warning_where_only_a_proposal_passes_the_capacity():
+    """The review's C-RJ-eps0.01: n ~ Poisson(40) and capacity 110 (prior mass beyond it 2.5·10⁻²⁰),
+    ε_n = 0.01. An early joint (θ, n) move proposes n > 110, which n's prior alone refuses; such a
+    proposal is no sign of a truncated posterior, so it must not count as blocked nor warn (it did on
+    840f5ad: capacity_blocked 2 in one chain). The warning itself is tested above."""
+    noisy = dpjax.LaplaceMechanism(epsilon=0.01, sensitivity=1.0)
+
+    def model(s_dp, n_dp):
+        p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+        n = numpyro.sample("n", dist.Poisson(40.0))
+        people = dpjax.records_plate("people", n, 110)
+        with people:
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("count", noisy, lambda r: r["x"], {"x": x}, plate=people, obs=s_dp)
+        dpjax.privatized("n_dp", noisy, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CapacityWarning)
+        mcmc = run(ReversibleJumpKernel(model), 20.0, 35.0, num_warmup=300, num_samples=300)
+    assert int(np.max(mcmc.get_extra_fields()["capacity_blocked"])) == 0
 
 
 def test_capacity_reached_warns_once_per_replicate_from_a_vmapped_run_chain(monkeypatch):

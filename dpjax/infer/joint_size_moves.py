@@ -107,6 +107,7 @@ def joint_size_moves(
     size_site: str,
     capacity: int,
     support,
+    log_prior_n,
     num_moves: int,
     enabled,
     adapting,
@@ -124,7 +125,8 @@ def joint_size_moves(
     :param log_eta: log η(s | T) of the current database (the record sweep's), added to the start's
       release-free log target: one O(capacity) pass fewer.
     :param capacity: the records buffer's slots; a proposal n* outside the prior's ``support`` (a
-      constraint) or above the capacity is refused, and counted as blocked when the support admits it.
+      constraint) or above the capacity is refused, and counted as blocked when it would have been
+      accepted at the capacity with n*'s prior (``log_prior_n``: log p(n) at the current θ).
     :param enabled: a boolean scalar; when false nothing moves (n is held) and nothing adapts.
     :param adapting: a boolean scalar; whether the proposal's covariance and step adapt (warmup).
     :param ridge_statistic: ``(records, n) -> S``: the release statistics that the ridge moves keep
@@ -152,11 +154,17 @@ def joint_size_moves(
         k1, k2 = random.split(key)
         d = chol @ random.normal(k1, (phi.shape[0] + 1,), phi.dtype)
         phi_star, n_star = phi + d[:-1], n + jnp.round(d[-1]).astype(n.dtype)
-        lp_star, theta_star, recs_star = log_density(phi_star, n_star)
-        log_alpha = jnp.nan_to_num(lp_star - lp, nan=-jnp.inf)
-        accept = enabled & jnp.isfinite(lp) & (jnp.log(random.uniform(k2)) < log_alpha)
+        beyond = n_star > capacity
+        lp_star, theta_star, recs_star = log_density(phi_star, jnp.minimum(n_star, capacity))
+        # a proposal beyond the capacity counts as blocked only if it would pass at the capacity with
+        # n*'s prior: one that n's prior alone would refuse is no sign of a truncated posterior
+        log_capped = lp_star - lp + log_prior_n(n_star) - log_prior_n(jnp.asarray(capacity, n.dtype))
+        log_alpha = jnp.nan_to_num(jnp.where(beyond, -jnp.inf, lp_star - lp), nan=-jnp.inf)
+        log_u = jnp.log(random.uniform(k2))
+        accept = enabled & jnp.isfinite(lp) & (log_u < log_alpha)
         pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accept, x, y), a, b)
-        blocked = blocked + (enabled & (n_star > capacity) & support(n_star)).astype(blocked.dtype)
+        would_pass = enabled & jnp.isfinite(lp) & beyond & support(n_star) & (log_u < log_capped)
+        blocked = blocked + would_pass.astype(blocked.dtype)
         carry = (
             jnp.where(accept, phi_star, phi),
             jnp.where(accept, n_star, n),

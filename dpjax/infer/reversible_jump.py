@@ -353,6 +353,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             size_site=site,
             capacity=self._size_bounds[1],
             support=self._size_support[site],
+            log_prior_n=self._log_prior_n({**theta, **size}, records, model_args, model_kwargs),
             num_moves=self._num_moves,
             enabled=state.iteration >= self._held_for,
             adapting=state.iteration < self._num_warmup,

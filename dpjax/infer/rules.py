@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend.core import Var
 from numpyro import handlers
 
@@ -81,11 +82,11 @@ def release_reads(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None)
             info = t[name]["infer"][INFER_KEY]
             # the statistic as built in this trace (its closure sees this trace's θ), on the held records
             records = {k: held.get(k, t[k]["value"]) for k in info.record_sites}
-            out.append([record_statistics(info.statistic, records), *jax.tree.leaves(info.mechanism)])
+            out.append([record_statistics(info.statistic, records), *_parameters(info.mechanism)])
         return out
 
     values = {k: jnp.asarray(tr[k]["value"]) for k in latent}
-    sizes = [1 + len(jax.tree.leaves(info.mechanism)) for _, info in roles.privatized]
+    sizes = [1 + len(_parameters(info.mechanism)) for _, info in roles.privatized]
     deps = dependence(outputs, values)
     reads, start = {}, 0
     for (name, _), size in zip(roles.privatized, sizes):
@@ -94,6 +95,16 @@ def release_reads(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None)
         if sites:
             reads[name] = [k for k in latent if k in sites]
     return reads
+
+
+def _parameters(mechanism) -> list:
+    """A mechanism's array parameters: its pytree leaves, and the array attributes of a leaf that is an
+    object (a user's mechanism class not registered as a pytree)."""
+    array = lambda v: isinstance(v, (jax.Array, np.ndarray, np.generic, int, float))
+    out = []
+    for leaf in jax.tree.leaves(mechanism):
+        out += [leaf] if array(leaf) else [v for v in getattr(leaf, "__dict__", {}).values() if array(v)]
+    return out
 
 
 def check_release_reads_records(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None, *, engine):
