@@ -25,19 +25,12 @@ from dpjax.infer import ReversibleJumpKernel, run_chain
 from dpjax.reproduce.unknown_n import confidential_regression_data
 
 N, CAPACITY, EPS_S = 1_000, 3_000, 1.0
-VARIANTS = {  # name: ReversibleJumpKernel settings besides the model and θ-step
-    "±1 moves only (before)": dict(size_jumps=0),
-    "with size jumps (default)": dict(),
-    "size jumps ×50": dict(size_jumps=50),
-    "size jumps and 3 ridge moves": dict(ridge_moves=3),
-    "25 joint moves": dict(noncentred_moves=25),
-}
-CHOICES = {
-    "before": "±1 moves only (before)",
-    "default": "with size jumps (default)",
-    "x50": "size jumps ×50",
-    "ridge": "size jumps and 3 ridge moves",
-    "nc25": "25 joint moves",
+VARIANTS = {  # --variants choice: (label, ReversibleJumpKernel settings besides the model and θ-step)
+    "before": ("±1 moves only (before)", dict(size_jumps=0)),
+    "default": ("with size jumps (default)", dict()),
+    "x50": ("size jumps ×50", dict(size_jumps=50)),
+    "ridge": ("size jumps and 3 ridge moves", dict(ridge_moves=3)),
+    "nc25": ("25 joint moves", dict(noncentred_moves=25)),
 }
 
 
@@ -96,13 +89,13 @@ def main():
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--seeds", type=int, default=1, help="chain keys per row (means and the range)")
     parser.add_argument("--name", default="unknown_n_jumps")
-    parser.add_argument("--variants", nargs="+", choices=list(CHOICES), default=["before", "default"])
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["before", "default"])
     args = parser.parse_args()
     _, _, T = confidential_regression_data(N)
     rows = []
     for eps_n in args.eps_n:
         s_dp, n_dp = release(jax.random.key(round(1e6 * eps_n)), T, eps_n)
-        for name, settings in ((CHOICES[v], VARIANTS[CHOICES[v]]) for v in args.variants):
+        for name, settings in (VARIANTS[v] for v in args.variants):
             row = {"ε_n": eps_n, "variant": name}
             row.update(
                 measure(
@@ -119,7 +112,7 @@ def main():
             rows.append(row)
             print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     for row in rows:  # the gain of each variant over the ±1 moves alone, per ε_n
-        base = [r for r in rows if r["ε_n"] == row["ε_n"] and r["variant"] == next(iter(VARIANTS))]
+        base = [r for r in rows if r["ε_n"] == row["ε_n"] and r["variant"] == VARIANTS["before"][0]]
         row["ESS(n)/s ÷ before"] = row["ESS(n)/s"] / base[0]["ESS(n)/s"] if base else float("nan")
     cols = [
         "ε_n",

@@ -148,6 +148,7 @@ def joint_size_moves(
         return jnp.where(support(n) & (n <= capacity), log_p, -jnp.inf), theta, recs
 
     chol = jnp.exp(state.log_step) * _cholesky(state)
+    log_prior_at_capacity = log_prior_n(jnp.asarray(capacity, jnp.asarray(n).dtype))
 
     def move(carry, key):
         phi, n, lp, theta, recs, blocked = carry
@@ -158,7 +159,7 @@ def joint_size_moves(
         lp_star, theta_star, recs_star = log_density(phi_star, jnp.minimum(n_star, capacity))
         # a proposal beyond the capacity counts as blocked only if it would pass at the capacity with
         # n*'s prior: one that n's prior alone would refuse is no sign of a truncated posterior
-        log_capped = lp_star - lp + log_prior_n(n_star) - log_prior_n(jnp.asarray(capacity, n.dtype))
+        log_capped = lp_star - lp + log_prior_n(n_star) - log_prior_at_capacity
         log_alpha = jnp.nan_to_num(jnp.where(beyond, -jnp.inf, lp_star - lp), nan=-jnp.inf)
         log_u = jnp.log(random.uniform(k2))
         accept = enabled & jnp.isfinite(lp) & (log_u < log_alpha)

@@ -82,16 +82,13 @@ def release_reads(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None)
             info = t[name]["infer"][INFER_KEY]
             # the statistic as built in this trace (its closure sees this trace's θ), on the held records
             records = {k: held.get(k, t[k]["value"]) for k in info.record_sites}
-            out.append([record_statistics(info.statistic, records), *_parameters(info.mechanism)])
+            read = [record_statistics(info.statistic, records), *_parameters(info.mechanism)]
+            out.append(jnp.concatenate([jnp.ravel(jnp.asarray(x, float)) for x in jax.tree.leaves(read)]))
         return out
 
     values = {k: jnp.asarray(tr[k]["value"]) for k in latent}
-    sizes = [1 + len(_parameters(info.mechanism)) for _, info in roles.privatized]
-    deps = dependence(outputs, values)
-    reads, start = {}, 0
-    for (name, _), size in zip(roles.privatized, sizes):
-        sites = set().union(*deps[start : start + size])
-        start += size
+    reads = {}
+    for (name, _), sites in zip(roles.privatized, dependence(outputs, values)):
         if sites:
             reads[name] = [k for k in latent if k in sites]
     return reads
