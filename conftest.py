@@ -87,9 +87,8 @@ SLOW_TESTS = (
         )
     ),  # fmt: skip
     "tests/test_reproduce.py::test_guo_simulation_rows_carry_the_split_rhat_of_dpabc_p5s_prior_chain",
-    # the notebooks and the README's later examples (its first one runs by default)
+    # the notebooks (the README's example and the docs' executed cookbook run by default)
     "tests/test_notebooks.py",
-    "tests/test_readme.py::test_readme_examples_run",
     # further exact-answer runs of engines that keep one by default
     "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[nuts-two-sites]",
     "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[nuts-discrete-laplace]",

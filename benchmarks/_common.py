@@ -9,20 +9,23 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from dpjax.reproduce._core import machine
+from dpjax.reproduce import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def write_results(name: str, payload: dict, markdown: str, command: str | None = None) -> None:
     """Write ``results/<name>.json`` and ``results/<name>.md`` (markdown table + provenance; ``command``:
-    the command that made them, by default this process's own: ``python benchmarks/<script> <args>``)."""
+    the command that made them, by default this process's own: ``python benchmarks/<script> <args>``,
+    ``lab/`` for the scripts there)."""
     RESULTS.mkdir(exist_ok=True)
     payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), **payload}
     (RESULTS / f"{name}.json").write_text(
         json.dumps(payload, indent=2, default=lambda o: np.asarray(o).tolist())
     )
-    command = command or shlex.join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    command = command or shlex.join(
+        ["python", f"{RESULTS.parent.name}/{Path(sys.argv[0]).name}", *sys.argv[1:]]
+    )
     footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}; `{command}`._\n"
     (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
 
@@ -109,9 +112,9 @@ def table(rows, columns):
 def guo_chains(scale: float) -> dict:
     """Guo et al.'s chain settings (``dpjax.reproduce.compositional``) with warm-up, kept iterations and
     thinning at ``scale`` × the seed's length (at least 1 each)."""
-    from dpjax.reproduce.compositional import _settings
+    from dpjax.reproduce.compositional import chain_settings
 
-    cfg = _settings(False)
+    cfg = chain_settings(False)
     return cfg | {k: max(1, round(cfg[k] * scale)) for k in ("warmup", "samples", "thin")}
 
 

@@ -23,7 +23,7 @@ from numpyro.infer import MCMC
 from dpjax.compositional import dirichlet_mle
 from dpjax.infer import ReversibleJumpKernel
 from dpjax.reproduce import atus_oracle
-from dpjax.reproduce.awan_atus import A_CLAMP, _atus_model, _load_atus
+from dpjax.reproduce.awan_atus import A_CLAMP, atus_compositions, atus_model
 
 EPS_S, CHAINS = 10.0, 4
 
@@ -40,7 +40,7 @@ def _cell(row, key):
 
 
 def release(eps_n):
-    x, _ = _load_atus(0)
+    x, _ = atus_compositions(0)
     n = len(x)
     t = jnp.asarray(np.log(np.clip(x, A_CLAMP, 1.0)).sum(0))
     unit = jax.random.laplace(jax.random.key(2019), (3,))
@@ -50,7 +50,7 @@ def release(eps_n):
 
 def run(ridge_moves, n, s, n_dp, eps_n, warmup, samples):
     capacity = int(n + 12 / eps_n + 10)
-    kernel = ReversibleJumpKernel(partial(_atus_model, capacity), noncentred_moves=5, ridge_moves=ridge_moves)
+    kernel = ReversibleJumpKernel(partial(atus_model, capacity), noncentred_moves=5, ridge_moves=ridge_moves)
     mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, num_chains=CHAINS, chain_method="vectorized",
                 progress_bar=False)  # fmt: skip
     start = {"alpha": jnp.broadcast_to(dirichlet_mle(s / n_dp).alpha, (CHAINS, 3))}

@@ -1,23 +1,30 @@
 """Seconds per data set of the §4.1 bootstraps (Boots and DPBoots, 1 000 draws, n = 5 000, one data set,
 compiled once, two timed calls) at α₁, α₂, α₅, for whichever dpjax is imported: an A/B of two commits
-puts the older one on the path, e.g. for the change from jax.random.dirichlet to dpjax's sampler:
+puts the older one on the path:
 
-    git archive 841df28 dpjax | tar -x -C /tmp/base && PYTHONPATH=/tmp/base python benchmarks/bootstrap_ab.py
+    git archive BASE dpjax | tar -x -C /tmp/base && PYTHONPATH=/tmp/base python benchmarks/bootstrap_ab.py --name bootstrap_ab_base
     python benchmarks/bootstrap_ab.py
 
-Prints the times and the bootstrap means and spreads (the same law either way). No results file: the
-figures are in the README.
+(BASE must have ``dpjax.reproduce.compositional.bootstrap`` and ``dpjax.reproduce.machine``, public since
+``lab/`` was split off; the A/B of the change from jax.random.dirichlet to dpjax's sampler, 841df28, is in
+``lab/guo_compositional.md``.) Writes results/<name>.{md,json} (default ``bootstrap_ab``): the times and
+the bootstrap means and spreads (the same law on both sides of an A/B).
 """
 
+import argparse
 import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from _common import table, write_results
 from jax.scipy.special import digamma
 
 import dpjax
 from dpjax.compositional import dpboots
-from dpjax.reproduce.compositional import _bootstrap
+from dpjax.reproduce.compositional import bootstrap
+
+ALPHAS = {"α₁": [3.3, 4.4], "α₂": [0.5, 0.5, 0.5], "α₅": [2.2, 3.3, 4.4, 5.5, 6.6]}
 
 
 def timed(fn):
@@ -31,25 +38,36 @@ def timed(fn):
     return seconds, out
 
 
-print(dpjax.__file__)
-n = 5000
-for name, a in {"α₁": [3.3, 4.4], "α₂": [0.5, 0.5, 0.5], "α₅": [2.2, 3.3, 4.4, 5.5, 6.6]}.items():
-    a = jnp.array(a)
-    s0 = digamma(a) - digamma(a.sum())
-    tb, out = timed(jax.jit(lambda k: _bootstrap(k, s0, n, 1000)))
-    td, dd = timed(lambda k: dpboots(k, s0, 0.01, n, 0.125, num_boot=1000).draws)
-    out = out.reshape(-1, a.size)
-    print(
-        name,
-        "Boots s",
-        tb,
-        "DPBoots s",
-        td,
-        "Boots mean",
-        jnp.nanmean(out, 0),
-        "sd",
-        jnp.nanstd(out, 0),
-        "DPBoots median",
-        jnp.nanmedian(dd, 0),
-        flush=True,
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--n", type=int, default=5000, help="records per data set")
+    parser.add_argument("--name", default="bootstrap_ab", help="results/<name>.{md,json}")
+    args = parser.parse_args()
+    print(dpjax.__file__)
+    n, rows = args.n, []
+    for name, a in ALPHAS.items():
+        a = jnp.array(a)
+        s0 = digamma(a) - digamma(a.sum())
+        tb, out = timed(jax.jit(lambda k, s0=s0: bootstrap(k, s0, n, 1000)))
+        td, dd = timed(lambda k, s0=s0: dpboots(k, s0, 0.01, n, 0.125, num_boot=1000).draws)
+        out = np.asarray(out).reshape(-1, a.size)
+        rows.append({
+            "alpha": name, "Boots s": tb, "DPBoots s": td,
+            "Boots mean": np.nanmean(out, 0).round(3).tolist(), "Boots sd": np.nanstd(out, 0).round(3).tolist(),
+            "DPBoots median": np.nanmedian(np.asarray(dd), 0).round(3).tolist(),
+        })  # fmt: skip
+        print(rows[-1], flush=True)
+    md = [
+        f"# §4.1 bootstraps: seconds per data set (n = {n}, 1 000 draws)",
+        "",
+        f"dpjax imported from `{dpjax.__file__}`. Two timed calls each after a compiling one.",
+        "",
+        *table(rows, [(k, lambda r, k=k: r[k]) for k in rows[0]]),
+    ]
+    write_results(args.name, {"rows": rows, "dpjax": dpjax.__file__, "n": n}, "\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

@@ -23,7 +23,9 @@ N, EPSILON, ALPHA = 5_000, 1.5, "α₅"
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--datasets", type=int, default=1)
     parser.add_argument("--scale", type=float, default=1.0, help="chain length as a fraction of the seed's")
     parser.add_argument("--name", default="compositional_method_times", help="results/<name>.{md,json}")

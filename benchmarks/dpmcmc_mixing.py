@@ -7,6 +7,7 @@ records held as Wilson–Hilferty noise, a dense adaptive random walk on log α)
 compilation, float32. ``python benchmarks/dpmcmc_mixing.py`` (under a minute on 2 cores).
 """
 
+import argparse
 import time
 
 import jax
@@ -21,6 +22,9 @@ ALPHA, N, A, EPS1 = (2.2, 3.3, 4.4), 1_000, 1e-3, 0.375
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     x = jax.random.dirichlet(jax.random.key(0), jnp.array(ALPHA), (N,))
     release = censored_mean_log(x, A) + laplace_scale(A, 3, N, EPS1) * jax.random.laplace(
         jax.random.key(1), (3,)

@@ -1,6 +1,7 @@
 """Speed of the compiled Pitman–Yor sampler (synthetic records per second, one release and 100
 vmapped replicates) and of one δ̃ estimate with 10 000 Monte Carlo draws (Lazzarini issue)."""
 
+import argparse
 import time
 
 import jax
@@ -19,6 +20,9 @@ def clock(fn, repeats=3):
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     x = np.asarray(sample_pitman_yor(jax.random.key(0), 30_000, 0.0, 36.0))
     p = partition(x)
     data = p._replace(counts=np.where(p.counts == 1, 2, p.counts))

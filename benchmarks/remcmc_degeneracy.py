@@ -16,6 +16,8 @@ the α-marginal is set by the prior's tail alone. Three measurements at the seed
     python benchmarks/remcmc_degeneracy.py
 """
 
+import argparse
+
 import numpy as np
 from _common import write_results
 from jax import config
@@ -26,14 +28,22 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
 from jax import lax, random  # noqa: E402
-from scipy.special import logsumexp  # noqa: E402
+from scipy.special import gammaln, logsumexp  # noqa: E402
 
-from dpjax.compositional import dp_remcmc, dpss, elicit_priors  # noqa: E402
-from dpjax.compositional.bayes import _log_beta  # noqa: E402
-from dpjax.compositional.mle import _mle  # noqa: E402
+from dpjax.compositional import (  # noqa: E402
+    dirichlet_mle,  # noqa: E402
+    dp_remcmc,
+    dpss,
+    elicit_priors,
+)
 from dpjax.reproduce.compositional import ALPHAS, THRESHOLDS  # noqa: E402
 
 N, EPSILON, B, ITERS = 5_000, 1.5, 5, 50_000
+
+
+def log_beta(c):
+    """log B(c) = Σⱼ log Γ(cⱼ) − log Γ(Σⱼ cⱼ), the multivariate Beta function (model (5)'s log Z(α) terms)."""
+    return np.sum(gammaln(c), -1) - gammaln(np.sum(c, -1))
 
 
 def ray(s2, a, n2, e1, alpha_hat, ts, draws=200_000):
@@ -46,7 +56,7 @@ def ray(s2, a, n2, e1, alpha_hat, ts, draws=200_000):
         conc = k * (al - 1) + 1
         x = rng.dirichlet(conc, size=(draws, B))
         l1 = np.abs(np.log(np.maximum(x, a)).mean(1) - s2).sum(-1)
-        rows.append({"t": t, "b log Z": float(B * (_log_beta(conc) - k * _log_beta(al))),
+        rows.append({"t": t, "b log Z": float(B * (log_beta(conc) - k * log_beta(al))),
                      "log E[p_Lap] (unnormalized)": float(logsumexp(-l1 / scale) - np.log(draws))})  # fmt: skip
     return rows
 
@@ -90,6 +100,9 @@ def seed_sampler(key, s2, a, n2, e1, prior, x0, alpha0, power=True):
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     alpha_true = np.asarray(ALPHAS["α₅"])
     x = np.random.default_rng(7).dirichlet(alpha_true, size=N)
     e1, e2, n1 = 0.25 * EPSILON, 0.75 * EPSILON, N // 4
@@ -97,7 +110,7 @@ def main():
     split = dpss(random.key(0), jnp.asarray(x), np.asarray(THRESHOLDS), e1, e2, n1=n1)
     a = float(split.threshold)
     s1, s2 = (np.asarray(s, float) for s in split.statistic)
-    alpha_hat = np.asarray(_mle(jnp.asarray(s2)).alpha, float)
+    alpha_hat = np.asarray(dirichlet_mle(jnp.asarray(s2), check=False).alpha, float)
     pri = elicit_priors(random.key(1), jnp.asarray(s1), n1=n1, a=a, epsilon1=e1, num_boot=1000)
 
     ray_rows = ray(s2, a, n2, e1, alpha_hat, [1, 2, 10, 100, 1_000, 10_000])

@@ -8,6 +8,8 @@ its standard error (observed information) and EM's rate (the derivative of the E
     python benchmarks/stochastic_em_bias.py
 """
 
+import argparse
+
 import numpy as np
 from _common import table, write_results
 from scipy.optimize import minimize_scalar
@@ -53,6 +55,9 @@ def analyse(label, sizes, log_prior_n, s):
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     rows = [
         analyse("n = 30 known, s = 12.3", [30], lambda n: np.zeros(len(n)), 12.3),
         analyse(

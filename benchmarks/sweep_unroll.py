@@ -9,7 +9,7 @@ of the record sweep at each ``lax.scan`` unroll, on this machine's backend:
 - ``regression kernel``: the clamped-regression DataAugmentationKernel iteration (`sweep_speed.py`).
 
 The unroll changes how XLA lays the loop out, not the update: on XLA:CPU the same draws for any value
-(`tests/test_data_augmentation.py`); on a GPU `sweep_unroll_check.py` compares them.
+(`tests/test_data_augmentation.py`); on a GPU `lab/sweep_unroll_check.py` compares them.
 ``dpjax.infer.record_sweep.UNROLL`` holds the value each backend uses by default; this script sets it in
 turn.
 

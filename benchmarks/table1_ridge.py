@@ -8,21 +8,26 @@ run time without compilation, and ESS(n) per second (6 min).
     python benchmarks/table1_ridge.py
 """
 
+import argparse
+
 import jax
 from _common import table, write_results
 
-from dpjax.reproduce.unknown_n import N, _regression_cells, confidential_regression_data
+from dpjax.reproduce.unknown_n import N, confidential_regression_data, regression_cells
 from dpjax.studies import posterior_summaries, run_study
 
 RELEASES, CONFIGS = 4, ((3, 2_000), (0, 2_000), (0, 8_000))
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     _, _, T = confidential_regression_data(N)
     summaries = posterior_summaries({"n": ("mean", "sd", "rhat", "ess")})
     rows = []
     for ridge, iterations in CONFIGS:
-        cell = _regression_cells(
+        cell = regression_cells(
             N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=5, ridge_moves=ridge
         )
         df = run_study(

@@ -62,14 +62,14 @@ def moves_rows(num_warmup, num_samples):
 
 def regression_rows(releases, iterations):
     """Table 1's model at ε_n = 0.01: ESS and R-hat of n without and with the joint moves."""
-    from dpjax.reproduce.unknown_n import N, _regression_cells, confidential_regression_data
+    from dpjax.reproduce.unknown_n import N, confidential_regression_data, regression_cells
     from dpjax.studies import posterior_summaries, run_study
 
     _, _, T = confidential_regression_data(N)
     summaries = posterior_summaries({"n": ("mean", "sd", "ess", "rhat")})
     rows = []
     for j in (0, 5):
-        cell = _regression_cells(
+        cell = regression_cells(
             N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=j
         )
         df = run_study(

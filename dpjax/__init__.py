@@ -1,6 +1,6 @@
 """dpjax: exact inference from differentially private releases, as a NumPyro extension."""
 
-from . import compositional, infer, mechanisms, models, studies, synthetic
+from . import compositional, infer, mechanisms, models, studies, synthetic, testing
 from .mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -27,6 +27,7 @@ __all__ = [
     "models",
     "studies",
     "synthetic",
+    "testing",
     "normalize",
     "privatized",
     "records_plate",

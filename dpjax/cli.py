@@ -110,11 +110,11 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
 def reproduce(parser, args) -> int:
     from dpjax.reproduce import REGISTRY, markdown_table, run_experiment
 
-    if args.list or not args.names:
+    if args.list or not (args.names or args.all):
         for e in REGISTRY.values():
             print(f"{e.name:28s} {e.source}: {e.title} (full run {e.full_cost})")
         return 0
-    names = list(REGISTRY) if args.names == ["all"] else args.names
+    names = list(REGISTRY) if args.all or args.names == ["all"] else args.names
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         parser.error(f"unknown experiment(s) {', '.join(unknown)}; `dpjax reproduce --list` lists them")
@@ -153,6 +153,7 @@ def main(argv=None) -> int:
     )
     r.add_argument("names", nargs="*", metavar="NAME", help="experiments to run, or 'all'")
     r.add_argument("--list", action="store_true", help="list the experiments and stop")
+    r.add_argument("--all", action="store_true", help="run every registered experiment (long ones resume)")
     r.add_argument("--quick", action="store_true", help="reduced settings: seconds instead of minutes")
     r.add_argument("--out", default="reproduce", help="folder for the results (default ./reproduce)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bars")

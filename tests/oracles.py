@@ -1,26 +1,21 @@
 """Exact answers shared by the engine tests: posterior moments by numerical summation over the
-confidential statistic (the Poisson count of Gong §5.1 and a Beta–Bernoulli count)."""
+confidential statistic (the Poisson count of Gong §5.1 and a Beta–Bernoulli count). The general
+oracles live in :mod:`dpjax.testing`; these fix the tests' models and releases."""
 
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from scipy.special import betaln, gammaln
 
 import dpjax
+from dpjax.testing import beta_bernoulli_count_moments, beta_bernoulli_unknown_n, gamma_poisson_sum_moments
 
 EPS, S_DP = 0.2, 37.4
 
 
 def exact_poisson(alpha, s_dp=S_DP):
-    """E[θ | s_dp], E[θ² | s_dp]: sum over the confidential count k (NegBin(α, 1/2) prior predictive)."""
-    k = np.arange(0, 400)
-    log_w = gammaln(alpha + k) - gammaln(alpha) - gammaln(k + 1) - (alpha + k) * np.log(2)
-    log_w += np.asarray(
-        dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0).log_density(s_dp, k.astype(float))
-    )
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    return float(w @ ((alpha + k) / 2)), float(w @ ((alpha + k) * (alpha + k + 1) / 4))
+    """E[θ | s_dp], E[θ² | s_dp]: θ ~ Gamma(α, 1), one Poisson(θ) count, Laplace noise on it."""
+    mech = dpjax.LaplaceMechanism(epsilon=EPS, sensitivity=1.0)
+    return gamma_poisson_sum_moments(1, s_dp, mech, shape=alpha, rate=1.0)
 
 
 def bernoulli_model(release=None):
@@ -32,12 +27,7 @@ def bernoulli_model(release=None):
 
 
 def exact_bernoulli(s_dp, n=30):
-    k = np.arange(n + 1)
-    log_w = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + betaln(2 + k, 2 + n - k)
-    log_w += np.asarray(dpjax.DiscreteLaplaceMechanism(epsilon=0.5).log_density(s_dp, k.astype(float)))
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    return float(w @ ((2 + k) / (n + 4))), float(w @ ((2 + k) * (3 + k) / ((n + 4) * (n + 5))))
+    return beta_bernoulli_count_moments(n, s_dp, dpjax.DiscreteLaplaceMechanism(epsilon=0.5), a=2.0, b=2.0)
 
 
 def exact_unknown_n(s_dp, n_dp, mech_s, mech_n, log_prior_n, n_max, a=2.0, b=2.0):
@@ -46,23 +36,8 @@ def exact_unknown_n(s_dp, n_dp, mech_s, mech_n, log_prior_n, n_max, a=2.0, b=2.0
     double enumeration over n ≤ n_max and the count k ≤ n (Beta–Binomial in k given n).
 
     Returns ``(pmf of n on 0..n_max, E[p], E[p²])``; ``log_prior_n(n)`` may be −inf."""
-    n = np.arange(n_max + 1)[:, None]
-    k = np.arange(n_max + 1)[None, :]
-    ok = k <= n
-    kk, nn = np.where(ok, k, 0), np.where(ok, n, 0)
-    log_w = (
-        gammaln(nn + 1) - gammaln(kk + 1) - gammaln(nn - kk + 1) + betaln(a + kk, b + nn - kk) - betaln(a, b)
-    )
-    log_w = log_w + np.asarray(mech_s.log_density(s_dp, k.astype(float)))
-    if n_dp is not None:
-        log_w = log_w + np.asarray(mech_n.log_density(n_dp, n.astype(float)))
-    log_w = log_w + np.array([log_prior_n(m) for m in n[:, 0]])[:, None]
-    log_w = np.where(ok, log_w, -np.inf)
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    mean = (a + k) / (a + b + n)
-    second = (a + k) * (a + k + 1) / ((a + b + n) * (a + b + n + 1))
-    return w.sum(1), float(np.sum(w * mean)), float(np.sum(w * second))
+    pmf, (mean, second) = beta_bernoulli_unknown_n(s_dp, mech_s, n_dp, mech_n, log_prior_n, n_max, a=a, b=b)
+    return pmf, mean, second
 
 
 def exact_unknown_n_normal(s_dp, n_dp, mech_s, mech_n, n_max, m0=2.0, v0=1.0, grid=20_001):

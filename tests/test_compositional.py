@@ -322,11 +322,11 @@ def test_dpboots_draws_interval_and_reproducibility():
 def test_nonprivate_bootstrap_is_finite_where_parts_underflow():
     """At α = 0.02 a float32 Dirichlet part is often exactly 0 (P(X < 10⁻³⁸) ≈ 0.4 per Gamma draw): the
     study's Boots works on the log scale, so every draw stays finite and near α (log 0 made them NaN)."""
-    from dpjax.reproduce.compositional import _bootstrap
+    from dpjax.reproduce.compositional import bootstrap
 
     alpha = jnp.full(3, 0.02)
     s0 = digamma(alpha) - digamma(alpha.sum())
-    draws = np.asarray(_bootstrap(jax.random.key(0), s0, 200, 20)).reshape(-1, 3)
+    draws = np.asarray(bootstrap(jax.random.key(0), s0, 200, 20)).reshape(-1, 3)
     assert np.all(np.isfinite(draws)) and np.all(np.abs(np.median(draws, 0) - 0.02) < 0.005), draws
 
 

@@ -13,7 +13,7 @@ from scipy import stats
 import dpjax
 from dpjax.diagnostics import mcse_z
 from dpjax.infer import DataAugmentationKernel
-from dpjax.infer.noncentred import _from_noise, _to_noise, noise_of, unconstrained_target
+from dpjax.infer.noncentred import _from_noise, noise_of, to_noise, unconstrained_target
 
 N, TAU1, TAU2 = 100, 80.0, 200.0  # the release is far weaker than the records: plain DA crawls
 
@@ -126,7 +126,7 @@ PRECISION = jnp.array([[2.0, 0.5], [0.5, 1.0]])
 )
 def test_noise_representation_round_trips(fn, x):
     for seed in range(5):
-        u = _to_noise(jax.random.key(seed), fn, x)
+        u = to_noise(jax.random.key(seed), fn, x)
         np.testing.assert_allclose(_from_noise(fn, u, x.dtype), x, rtol=1e-5, atol=1e-5)
 
 
@@ -136,14 +136,14 @@ def test_noise_representation_round_trips(fn, x):
 def test_discrete_noise_is_uniform(fn):
     """u drawn given x ~ f is Uniform(0, 1): the noise law does not depend on θ."""
     x = fn.sample(jax.random.key(0), (20000,))
-    u = np.asarray(_to_noise(jax.random.key(1), fn, x))
+    u = np.asarray(to_noise(jax.random.key(1), fn, x))
     assert stats.kstest(u, "uniform").pvalue > 1e-3
 
 
 def test_multivariate_normal_noise_is_standard_normal():
     """u = L⁻¹(x − μ) of x ~ N(μ, Φ⁻¹) is N(0, I) whatever μ and Φ."""
     fn = dist.MultivariateNormal(jnp.array([1.0, -2.0]), precision_matrix=PRECISION)
-    u = np.asarray(_to_noise(None, fn, fn.sample(jax.random.key(0), (20000,))))
+    u = np.asarray(to_noise(None, fn, fn.sample(jax.random.key(0), (20000,))))
     assert stats.kstest(u[:, 0], "norm").pvalue > 1e-3 and stats.kstest(u[:, 1], "norm").pvalue > 1e-3
     assert abs(np.corrcoef(u.T)[0, 1]) < 0.03
 
@@ -154,7 +154,7 @@ def test_dirichlet_noise_is_wilson_hilferty_of_shape_raised_gamma_parts():
     of z and of each other, all independent across parts; g(α, u) gives x back; its log density is the
     representation's ``log_density``."""
     from dpjax.infer.noncentred import DIRICHLET_SHAPE_STEPS as M
-    from dpjax.infer.noncentred import _dirichlet_log_density, _from_noise
+    from dpjax.infer.noncentred import _from_noise, dirichlet_log_density
 
     # 15 KS tests: n = 10⁵ and p > 10⁻⁴ each (a family-wise false alarm of ~0.15 %, and half the
     # KS distance that n = 2·10⁴ at 10⁻³ could see)
@@ -162,7 +162,7 @@ def test_dirichlet_noise_is_wilson_hilferty_of_shape_raised_gamma_parts():
     alpha = np.array([0.3, 3.3, 40.0])
     fn = dist.Dirichlet(jnp.array(alpha))
     x = fn.sample(jax.random.key(0), (n,))
-    u = np.asarray(_to_noise(jax.random.key(1), fn, x), float)
+    u = np.asarray(to_noise(jax.random.key(1), fn, x), float)
     assert u.shape == (n, 3, 1 + M)
     np.testing.assert_allclose(np.asarray(_from_noise(fn, jnp.asarray(u), x.dtype)), x, rtol=2e-4, atol=1e-6)
     shape = alpha + M
@@ -177,12 +177,10 @@ def test_dirichlet_noise_is_wilson_hilferty_of_shape_raised_gamma_parts():
     # the density of z: Σⱼ log Gamma(G_m,ⱼ | αⱼ + m) + log dG_m,ⱼ/dzⱼ (the uniforms' is α-free)
     g = shape * (a + b * u[:5, :, 0]) ** 3
     expected = np.sum(stats.gamma.logpdf(g, shape) + np.log(3 * shape * b * (a + b * u[:5, :, 0]) ** 2), -1)
-    np.testing.assert_allclose(
-        np.asarray(_dirichlet_log_density(fn, jnp.asarray(u[:5]))), expected, rtol=2e-5
-    )
+    np.testing.assert_allclose(np.asarray(dirichlet_log_density(fn, jnp.asarray(u[:5]))), expected, rtol=2e-5)
     off = np.zeros((3, 1 + M))
     off[0, 0] = -a[0] / b[0] - 1.0
-    assert float(_dirichlet_log_density(fn, jnp.asarray(off))) == -np.inf
+    assert float(dirichlet_log_density(fn, jnp.asarray(off))) == -np.inf
 
 
 def test_dirichlet_noise_law_hardly_moves_with_small_alpha():
@@ -190,7 +188,7 @@ def test_dirichlet_noise_law_hardly_moves_with_small_alpha():
     for a part with α ≈ 1 the plain Wilson–Hilferty law (m = 0) loses nats per 30 % move over 8 000
     records, the shape-raised one hardly any (a ridge move's acceptance pays that change)."""
     from dpjax.infer import noncentred
-    from dpjax.infer.noncentred import _dirichlet_log_density
+    from dpjax.infer.noncentred import dirichlet_log_density
 
     alpha = jnp.array([1.2, 2.5, 20.0])
     x = dist.Dirichlet(alpha).sample(jax.random.key(0), (8000,))
@@ -198,8 +196,8 @@ def test_dirichlet_noise_law_hardly_moves_with_small_alpha():
     for m in (0, noncentred.DIRICHLET_SHAPE_STEPS):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(noncentred, "DIRICHLET_SHAPE_STEPS", m)
-            u = _to_noise(jax.random.key(1), dist.Dirichlet(alpha), x)
-            q = lambda a, u=u: float(jnp.sum(_dirichlet_log_density(dist.Dirichlet(a), u)))
+            u = to_noise(jax.random.key(1), dist.Dirichlet(alpha), x)
+            q = lambda a, u=u: float(jnp.sum(dirichlet_log_density(dist.Dirichlet(a), u)))
             change[m] = q(alpha * 1.3) - q(alpha)
     assert change[0] < -3.0 and abs(change[noncentred.DIRICHLET_SHAPE_STEPS]) < 0.5, change
 
@@ -210,7 +208,7 @@ def test_dirichlet_moves_target_carries_the_noise_density(monkeypatch):
     see the q term's omission: the Wilson–Hilferty map is so nearly θ-free that the bias is small. The
     shape-raising steps are turned off here, where q's dependence on small α is large enough to see.)"""
     from dpjax.infer import noncentred
-    from dpjax.infer.noncentred import _dirichlet_log_density
+    from dpjax.infer.noncentred import dirichlet_log_density
 
     monkeypatch.setattr(noncentred, "DIRICHLET_SHAPE_STEPS", 0)
 
@@ -235,7 +233,7 @@ def test_dirichlet_moves_target_carries_the_noise_density(monkeypatch):
         return (
             dist.Gamma(2.0, 1.0).log_prob(alpha).sum()
             + phi.sum()  # log |J| of α = exp(φ)
-            + _dirichlet_log_density(dist.Dirichlet(alpha), u["x"]).sum()
+            + dirichlet_log_density(dist.Dirichlet(alpha), u["x"]).sum()
             + mech.log_density(s, jnp.log(recs).sum(0)).sum()
         )
 
@@ -246,8 +244,8 @@ def test_dirichlet_moves_target_carries_the_noise_density(monkeypatch):
         float(target(other)[0] - target(flat)[0]), float(by_hand(other) - by_hand(flat)), rtol=1e-4, atol=1e-3
     )
     q_part = (
-        _dirichlet_log_density(dist.Dirichlet(jnp.exp(other)), u["x"]).sum()
-        - _dirichlet_log_density(dist.Dirichlet(alpha0), u["x"]).sum()
+        dirichlet_log_density(dist.Dirichlet(jnp.exp(other)), u["x"]).sum()
+        - dirichlet_log_density(dist.Dirichlet(alpha0), u["x"]).sum()
     )
     assert abs(float(q_part)) > 0.1  # the q term is not negligible here, so the check sees it
 

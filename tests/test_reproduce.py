@@ -56,11 +56,12 @@ def test_quick(name, tmp_path):
     table = pd.DataFrame(payload["comparison"])
     assert len(table) > 0 and "| quantity | dpjax |" in md and f"dpjax reproduce {name} --quick" in md
     assert (table["seed"].notna()).any(), "an experiment must compare with at least one published figure"
-    # the verdict column is a function of the numbers beside it
+    # the verdict column is a function of the numbers beside it, and a quick run gives verdicts only
+    # where the experiment says its quick errors are sound
     nan_none = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v
     for row in table.itertuples():
         args = [nan_none(getattr(row, c)) for c in ("dpjax", "dpjax_se", "seed", "seed_se", "tol")]
-        assert judge(*args)[1] == row.verdict, row
+        assert row.verdict == (judge(*args)[1] if REGISTRY[name].quick_verdicts else "—"), row
 
 
 def test_interrupted_experiment_resumes_its_finished_cells(tmp_path, capsys):
@@ -131,7 +132,7 @@ def test_compositional_studies_resume_after_their_last_finished_cell(study, tmp_
         return draws, {m: 0.5 for m in methods}, info
 
     monkeypatch.setattr(comp, "run_methods", fake_run_methods)
-    cfg = comp._settings(True)
+    cfg = comp.chain_settings(True)
     if study == "simulation":
         run = lambda: comp.simulation_study(["α₃", "α₁"], [30], [1.5], 2, 200, cfg, comp.QUICK_METHODS)
     else:

@@ -115,7 +115,9 @@ def _mle_one(s, max_iter, rtol):
     return DirichletMLE(jnp.where(ok, alpha, nan), done & ok, it, jnp.where(ok, gnorm, jnp.nan))
 
 
-def dirichlet_mle(statistic, *, max_iter: int = 100, rtol: float | None = None) -> DirichletMLE:
+def dirichlet_mle(
+    statistic, *, max_iter: int = 100, rtol: float | None = None, check: bool = True
+) -> DirichletMLE:
     """The Dirichlet MLE of α from the mean-log statistic s = n⁻¹ Σᵢ log xᵢ (``MLE(·)`` of seed
     §3.2): the root of ψ(αⱼ) − ψ(α₀) = sⱼ. Batched over leading axes of ``statistic``; jit- and
     vmap-able.
@@ -128,6 +130,9 @@ def dirichlet_mle(statistic, *, max_iter: int = 100, rtol: float | None = None) 
         dtype (float32: 3.5e-4 — the last Newton step then leaves an error of order eps). Use
         x64 (``jax.config.update("jax_enable_x64", True)``) for more accurate fits near the
         boundary of the range, where α is large.
+    :param check: ``False`` skips the checks of a concrete statistic (finite, inside Range(S₀)): a
+        statistic outside the range gives NaN, as a traced one does (for a batch of noisy releases,
+        some of which may fall outside).
 
     >>> import jax.numpy as jnp
     >>> from jax.scipy.special import digamma
@@ -139,7 +144,7 @@ def dirichlet_mle(statistic, *, max_iter: int = 100, rtol: float | None = None) 
     s = jnp.asarray(statistic, dtype=jnp.result_type(statistic, float))
     if s.ndim < 1 or s.shape[-1] < 2:
         raise ValueError(f"`statistic` must have shape (..., d) with d ≥ 2, got shape {s.shape}.")
-    if concrete(statistic):
+    if check and concrete(statistic):
         arr = np.asarray(statistic, dtype=np.float64)
         if not np.all(np.isfinite(arr)):
             raise ValueError("`statistic` must be finite (a mean of logs of positive parts), got NaN or inf.")

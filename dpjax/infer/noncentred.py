@@ -22,7 +22,7 @@ Wilson–Hilferty error is O(1/shape), and raising the shape is what keeps q nea
 α ≈ 1: on the ATUS compositions (α ≈ (8, 1.1, 11)) a ridge move that adds 160 records with the noise
 held changed Σ log q over the 7 866 slots by −18 nats with m = 0 and by −0.12 with m = 4, which
 widened the stretch of n one iteration's ridge moves can cover from sd 17–20 to 92
-(``benchmarks/atus_ridge_curve.py``); over 8 000 records with α = (1.2, 2.5, 20) a 30 % move
+(``lab/atus_ridge_curve.py``); over 8 000 records with α = (1.2, 2.5, 20) a 30 % move
 changes Σ log q by −6.9 nats at m = 0 and by −0.19 at m = 4 (float32; ``tests/test_noncentred.py``).
 ``noncentred_moves="auto"`` includes them since the moves adapt a dense covariance
 (:mod:`dpjax.infer.rwm`): where the release pins the ratios of α but hardly its scale, the θ-step of
@@ -78,6 +78,8 @@ __all__ = [
     "MaskReleases",
     "POISSON_RATE_LIMIT",
     "base_distribution",
+    "dirichlet_log_density",
+    "to_noise",
 ]
 
 TARGET_ACCEPT = 0.3
@@ -309,8 +311,9 @@ def _dirichlet_from_noise(fn, u, dtype):
     return jnp.where(jnp.all(w > 0, -1, keepdims=True), x, jnp.nan).astype(dtype)
 
 
-def _dirichlet_log_density(fn, u):
-    """Σⱼ log [Gamma(G_m,ⱼ | αⱼ + m) dG_m,ⱼ/dzⱼ], dG/dz = 3(α+m)b w² = √(α+m) w²; −inf where w ≤ 0.
+def dirichlet_log_density(fn, u):
+    """log q_α(u) of Dirichlet records' Wilson–Hilferty noise u (``fn`` the records' Dirichlet):
+    Σⱼ log [Gamma(G_m,ⱼ | αⱼ + m) dG_m,ⱼ/dzⱼ], dG/dz = 3(α+m)b w² = √(α+m) w²; −inf where w ≤ 0.
     The log U parts are α-free (their law cancels in every ratio) and left out."""
     shape, w, log_w, log_gm, _ = _dirichlet_log_parts(fn, u)
     per_part = 0.5 * jnp.log(shape) - gammaln(shape)
@@ -319,11 +322,13 @@ def _dirichlet_log_density(fn, u):
 
 
 register_noise_representation(
-    dist.Dirichlet, _dirichlet_to_noise, _dirichlet_from_noise, log_density=_dirichlet_log_density
+    dist.Dirichlet, _dirichlet_to_noise, _dirichlet_from_noise, log_density=dirichlet_log_density
 )
 
 
-def _to_noise(rng_key, fn, x):
+def to_noise(rng_key, fn, x):
+    """u given the record ``x`` under its distribution ``fn``, by the registered noise representation of
+    ``fn``'s family (``rng_key`` draws the noise a discrete record leaves free)."""
     fn = base_distribution(fn)
     return _representation(fn).to_noise(rng_key, fn, x)
 
@@ -373,7 +378,7 @@ def noise_of(rng_key, model, theta, records, model_args, model_kwargs):
         *model_args, **model_kwargs
     )
     keys = random.split(rng_key, len(records))
-    return {k: _to_noise(key, tr[k]["fn"], records[k]) for key, k in zip(keys, sorted(records))}
+    return {k: to_noise(key, tr[k]["fn"], records[k]) for key, k in zip(keys, sorted(records))}
 
 
 class MaskReleases(Messenger):

@@ -19,12 +19,17 @@ from ._core import (
     Experiment,
     Report,
     cells_folder,
+    commit,
     compare,
     experiment,
+    freshness,
     judge,
+    machine,
     markdown_table,
+    render_markdown,
     run_experiment,
     study_table,
+    summary_table,
 )
 
 __all__ = [
@@ -32,10 +37,15 @@ __all__ = [
     "Experiment",
     "Report",
     "cells_folder",
+    "commit",
     "compare",
     "experiment",
+    "freshness",
     "judge",
+    "machine",
     "markdown_table",
+    "render_markdown",
     "run_experiment",
     "study_table",
+    "summary_table",
 ]

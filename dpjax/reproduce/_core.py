@@ -8,6 +8,7 @@ import math
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +50,7 @@ class Experiment:
     run: Callable[..., Report]  # run(quick: bool, progress: bool) -> Report
     full_cost: str  # what the full run costs on the 2-core development machine
     needs: tuple[str, ...] = ()  # optional packages (import names) the experiment needs
+    quick_verdicts: bool = False  # whether the --quick run's errors make its verdicts sound
 
 
 REGISTRY: dict[str, Experiment] = {}
@@ -69,7 +71,7 @@ def study_table(label: str) -> Path | None:
 def cells_folder(path: str | Path) -> Iterator[Path]:
     """Keep the finished cells of the studies run inside in ``path`` (:func:`study_table` names them
     there), as ``dpjax reproduce`` does in ``<out>/.<name>.cells/``: a stopped run resumes after its
-    last finished cell. For a study run in parts (``benchmarks/guo_*_part.py``)."""
+    last finished cell. For a study run in parts (``lab/guo_*_part.py``)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     if any(path.iterdir()):
@@ -92,14 +94,18 @@ def atus_dir() -> Path:
     return path
 
 
-def experiment(name: str, *, source: str, title: str, full_cost: str, needs: tuple[str, ...] = ()):
+def experiment(
+    name: str, *, source: str, title: str, full_cost: str, needs: tuple[str, ...] = (), quick_verdicts=False
+):
     """Register ``run(quick: bool, progress: bool) -> Report`` as the experiment ``name``: ``quick`` runs a
-    reduced version in seconds, ``progress`` shows the engines' progress bars."""
+    reduced version in seconds, ``progress`` shows the engines' progress bars. A quick run's verdicts
+    are withheld ("—", with the seed's figures shown for orientation) unless ``quick_verdicts``: say so
+    only where the quick run's standard errors or tolerances are as sound as the full run's."""
 
     def register(run):
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} is registered twice")
-        REGISTRY[name] = Experiment(name, source, title, run, full_cost, needs)
+        REGISTRY[name] = Experiment(name, source, title, run, full_cost, needs, quick_verdicts)
         return run
 
     return register
@@ -178,6 +184,109 @@ def machine() -> str:
     )
 
 
+def commit() -> str | None:
+    """The git commit of the dpjax source in use (``+dirty`` when ``dpjax/`` has uncommitted changes), or
+    ``None`` outside a git checkout: every results file records the code that produced it."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(
+            ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
+        )
+        if head.returncode:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", "dpjax"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def render_markdown(payload: dict, figures: str = "") -> str:
+    """The markdown page of one results file (the JSON that :func:`run_experiment` writes): title,
+    notes, dpjax next to the seed with the verdicts, the further tables and the figures (their paths
+    prefixed by ``figures``). The results pages of the docs are rendered by this function."""
+    comparison = pd.DataFrame(payload["comparison"], columns=COMPARISON_COLUMNS)
+    verdicts = comparison["verdict"].value_counts().to_dict()
+    quick = (
+        "**Quick run** (reduced settings; verdicts only where its errors are sound). "
+        if payload.get("quick")
+        else ""
+    )
+    md = [f"# {payload['title']}", "", f"_{payload['source']}._ {quick}"]
+    if payload.get("notes"):
+        md += ["", payload["notes"]]
+    md += ["", "## dpjax next to the seed", "", markdown_table(comparison), ""]
+    md += [
+        f"Verdicts: {', '.join(f'{v} {k}' for k, v in sorted(verdicts.items()))} (pass: |z| ≤ {Z_CRIT} "
+        "with z over the Monte Carlo standard errors, or within the stated tolerance; —: no judgement)."
+    ]
+    for key, rows in payload.get("tables", {}).items():
+        md += ["", f"## {key}", "", markdown_table(pd.DataFrame(rows))]
+    md += [""] + [f"![{p}]({figures}{p})" for p in payload.get("figures", [])]
+    flag = " --quick" if payload.get("quick") else ""
+    code = payload.get("commit") or "an unrecorded commit"
+    md += [
+        "",
+        f"_{payload['machine']}, {payload['date']}, {payload['seconds']:.0f} s, dpjax at {code}; "
+        f"`dpjax reproduce {payload['experiment']}{flag}`._",
+        "",
+    ]
+    return "\n".join(md)
+
+
+def _produced(payload: dict) -> str:
+    commit = payload.get("commit")
+    return f"{payload.get('date', '?')}, " + (f"dpjax {commit[:7]}" if commit else "commit not recorded")
+
+
+def freshness(payload: dict) -> str:
+    """Whether a results file was produced by the dpjax code of this checkout: ``"current"`` when the
+    commit it records has the same ``dpjax/`` tree as HEAD, else ``"stale (…)"`` saying why."""
+    recorded = payload.get("commit")
+    if not recorded:
+        return f"stale (written {payload.get('date', '?')}, before results recorded their commit)"
+    if recorded.endswith("+dirty"):
+        return f"stale (uncommitted code on {recorded[:10]})"
+    root = Path(__file__).resolve().parents[2]
+    try:
+        same = subprocess.run(
+            ["git", "-C", root, "diff", "--quiet", recorded, "HEAD", "--", "dpjax"],
+            capture_output=True,
+            timeout=30,
+        ).returncode
+    except (OSError, subprocess.SubprocessError):
+        return f"unknown (no git; written at {recorded[:10]})"
+    return "current" if same == 0 else f"stale (dpjax changed since {recorded[:10]})"
+
+
+def summary_table(folder: str | Path, link: str = "", status: bool = True) -> str:
+    """The reproductions table (experiment, seed, verdicts passed/total, full-run cost, whether the
+    results are current) of the results files in ``folder``, one row per registered experiment: the
+    README's table and the docs' results index are rendered by this function. ``link`` prefixes each
+    experiment's link (``""``: no links); ``status=False`` gives each file's date and commit instead of
+    comparing it with HEAD (a table that does not change with every commit, for the README)."""
+    rows = ["| experiment | seed | verdicts passed | full run | results |", "|---|---|---|---|---|"]
+    for exp in REGISTRY.values():
+        path = Path(folder) / f"{exp.name}.json"
+        name = f"[`{exp.name}`]({link}{exp.name}.md)" if link and path.exists() else f"`{exp.name}`"
+        if not path.exists():
+            rows.append(f"| {name} | {exp.source} | — | {exp.full_cost} | not run at full settings |")
+            continue
+        payload = json.loads(path.read_text())
+        verdicts = [r["verdict"] for r in payload["comparison"]]
+        judged = sum(v in ("pass", "fail") for v in verdicts)
+        quick = " (quick run)" if payload.get("quick") else ""
+        rows.append(
+            f"| {name} | {exp.source} | {verdicts.count('pass')}/{judged}{quick} | {exp.full_cost} "
+            f"| {freshness(payload) if status else _produced(payload)} |"
+        )
+    return "\n".join(rows)
+
+
 def _jsonable(o):
     if isinstance(o, pd.DataFrame):
         return json.loads(o.to_json(orient="records"))
@@ -213,6 +322,8 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
     seconds = time.perf_counter() - start
     if list(report.comparison.columns) != COMPARISON_COLUMNS:
         raise RuntimeError(f"{name}: the comparison table must come from dpjax.reproduce.compare")
+    if quick and not exp.quick_verdicts:  # reduced settings: errors too rough for a verdict
+        report.comparison = report.comparison.assign(z=math.nan, verdict="—")
     pngs = []
     for key, fig in report.figures.items():
         png = f"{name}.png" if key == "" else f"{name}_{key}.png"
@@ -221,35 +332,23 @@ def run_experiment(name: str, *, quick: bool = False, out: str | Path = ".", pro
         import matplotlib.pyplot as plt
 
         plt.close(fig)
-    verdicts = report.comparison["verdict"].value_counts().to_dict()
-    when = time.strftime("%Y-%m-%d")
-    md = [f"# {report.title}", "", f"_{exp.source}._ {'**Quick run** (reduced settings). ' if quick else ''}"]
-    if report.notes:
-        md += ["", report.notes.strip()]
-    md += ["", "## dpjax next to the seed", "", markdown_table(report.comparison), ""]
-    md += [
-        f"Verdicts: {', '.join(f'{v} {k}' for k, v in sorted(verdicts.items()))} (pass: |z| ≤ {Z_CRIT} "
-        "with z over the Monte Carlo standard errors, or within the stated tolerance; —: no judgement)."
-    ]
-    for key, df in report.tables.items():
-        md += ["", f"## {key}", "", markdown_table(df)]
-    md += [""] + [f"![{p}]({p})" for p in pngs]
-    flag = " --quick" if quick else ""
-    md += ["", f"_{machine()}, {when}, {seconds:.0f} s; `dpjax reproduce {name}{flag}`._", ""]
-    (out / f"{name}.md").write_text("\n".join(md))
     payload = {
         "experiment": name,
         "source": exp.source,
         "title": report.title,
         "quick": quick,
         "machine": machine(),
-        "date": when,
+        "commit": commit(),
+        "date": time.strftime("%Y-%m-%d"),
         "seconds": seconds,
         "settings": report.settings,
+        "notes": report.notes.strip(),
         "comparison": report.comparison,
         "tables": report.tables,
         "figures": pngs,
     }
-    (out / f"{name}.json").write_text(json.dumps(payload, indent=2, default=_jsonable))
+    text = json.dumps(payload, indent=2, default=_jsonable)
+    (out / f"{name}.json").write_text(text)
+    (out / f"{name}.md").write_text(render_markdown(json.loads(text)))
     shutil.rmtree(cells)  # the results are written: a later run starts afresh
     return report

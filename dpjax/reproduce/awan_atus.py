@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ._core import Report, atus_dir, compare, experiment, study_table
-from .unknown_n import INF, _eps
+from .unknown_n import INF, eps_label
 
 A_CLAMP = 0.0006  # the seed's oracle threshold a = min xᵢⱼ
 ATUS_N = 6_656
@@ -32,7 +32,9 @@ RIDGE_MOVES = {**MOVES, "ridge_moves": 3}
 RIDGE_EPS_N = 0.1
 
 
-def _atus_model(capacity, s_dp=None, n_dp=None, eps_s=1.0, eps_n=1.0):
+def atus_model(capacity, s_dp=None, n_dp=None, eps_s=1.0, eps_n=1.0):
+    """The ATUS model (§6.2): α ~ Gamma(1, 0.1)³, n uniform on 1..``capacity``, Dirichlet(α) records,
+    Laplace releases of Σ log max(x, A_CLAMP) at ``eps_s`` and of n at ``eps_n``."""
     import numpyro
     import numpyro.distributions as dist
 
@@ -50,7 +52,7 @@ def _atus_model(capacity, s_dp=None, n_dp=None, eps_s=1.0, eps_n=1.0):
     dpjax.privatized("n_dp", size, lambda r: jnp.ones(()), {"x": x}, plate=people, obs=n_dp)
 
 
-def _load_atus(rows: int) -> tuple[np.ndarray, int]:
+def atus_compositions(rows: int) -> tuple[np.ndarray, int]:
     """The compositions (a random subsample of ``rows`` of them unless 0) and the number of rows in all."""
     from dpjax.compositional import load_atus
 
@@ -102,7 +104,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
             1000,
             2000,
         )
-    x, total_rows = _load_atus(rows)
+    x, total_rows = atus_compositions(rows)
     n = len(x)
     t_true = jnp.asarray(np.log(np.clip(x, A_CLAMP, 1.0)).sum(0), jnp.float32)
     # one realisation of s per ε_s: the same standard Laplace draw, scaled by −3 log(a)/ε_s
@@ -134,7 +136,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         dtype = st.z["alpha"].dtype
         return {"alpha": st.z["alpha"], "n": jnp.asarray(size, dtype), "x_new": x_new, "n_dp": args[1]}
 
-    known = handlers.condition(partial(_atus_model, n), data={"n": jnp.array(n)})
+    known = handlers.condition(partial(atus_model, n), data={"n": jnp.array(n)})
     known_args = lambda key, eps_s, eps_n: (t_true + unit * scale / eps_s, jnp.asarray(float(n)), eps_s, 1.0)
     cell = mcmc_cell(
         DataAugmentationKernel(known, **MOVES),
@@ -164,7 +166,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         if not cells:
             continue
         cell = mcmc_cell(
-            ReversibleJumpKernel(partial(_atus_model, capacity), **moves),
+            ReversibleJumpKernel(partial(atus_model, capacity), **moves),
             args_fn,
             num_warmup=warmup,
             num_samples=samples,
@@ -187,7 +189,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         sd_n=("n_sd", "mean"),
         oracle_sd_n=("oracle_n_sd", "mean"),
     ).reset_index()
-    summary["eps_n"] = summary["eps_n"].map(_eps)
+    summary["eps_n"] = summary["eps_n"].map(eps_label)
     rows_out = []
     for es in eps_s:
         b = df[(df.eps_s == es) & np.isinf(df.eps_n)]
@@ -201,7 +203,8 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         # bounded DP" (Figure 1, first column: at ε_n = 10 the dashed lines meet the solid ones)
         rows_out.append(
             {
-                "quantity": f"ε_s={_eps(es)}: mean sd(α) unbounded at ε_n={_eps(max(eps_n))} / bounded",
+                "quantity": f"ε_s={eps_label(es)}: mean sd(α) unbounded at "
+                f"ε_n={eps_label(max(eps_n))} / bounded",
                 "dpjax": float(ratio),
                 "dpjax_se": float(ratio_se),
                 "seed": 1.0,
@@ -212,7 +215,7 @@ def awan_atus(quick: bool, progress: bool) -> Report:
         # "when ε_n increases, the uncertainty about n decreases" (Figure 1, second column)
         rows_out.append(
             {
-                "quantity": f"ε_s={_eps(es)}: posterior sd of n falls at each step up in ε_n (share "
+                "quantity": f"ε_s={eps_label(es)}: posterior sd of n falls at each step up in ε_n (share "
                 "of steps)",
                 "dpjax": float(np.mean(np.diff(sd_n) < 0)),
                 "seed": 1.0,
@@ -346,7 +349,7 @@ def _oracle_verdicts(df, eps_s, judged=True):
     eps_n = sorted(e for e in df.eps_n.unique() if np.isfinite(e))
     rows = []
     for e in eps_n:
-        g, label = df[df.eps_n == e], f"ε_s={_eps(eps_s)}, ε_n={_eps(e)}"
+        g, label = df[df.eps_n == e], f"ε_s={eps_label(eps_s)}, ε_n={eps_label(e)}"
         rows.append(
             row(f"{label}: E n − oracle E n (mean over realisations)", g["n_mean"] - g["oracle_n_mean"])
         )
@@ -360,12 +363,12 @@ def _oracle_verdicts(df, eps_s, judged=True):
         if e == eps_n[0]:
             rows.append(row(f"{label}: E α₁ − oracle E α₁", **alpha(g)))
     g = df[np.isinf(df.eps_n)]
-    rows.append(row(f"ε_s={_eps(eps_s)}, n known: E α₁ − oracle E α₁", **alpha(g)))
+    rows.append(row(f"ε_s={eps_label(eps_s)}, n known: E α₁ − oracle E α₁", **alpha(g)))
     # a sample sd from an ESS of m has a relative standard error of about 1/√(2m)
     ratio = g["alpha[0]_sd"] / g["oracle_alpha[0]_sd"]
     mcse = ratio / np.sqrt(2 * g["alpha[0]_ess"])
     rows.append(
-        row(f"ε_s={_eps(eps_s)}, n known: posterior sd of α₁ / oracle sd", ratio, seed=1.0, mcse=mcse)
+        row(f"ε_s={eps_label(eps_s)}, n known: posterior sd of α₁ / oracle sd", ratio, seed=1.0, mcse=mcse)
     )
     return rows
 
@@ -404,7 +407,7 @@ def _atus_figure(df, eps_s, eps_n, n):
             )
             for _, line in u.iterrows():
                 ax.plot(list(eps_n), line[list(eps_n)].to_numpy(), "--", color=f"C{j}", alpha=0.5)
-        ax.set(xscale="log", xlabel="ε_n", ylabel=f"posterior sd of α (ε_s = {_eps(es)})")
+        ax.set(xscale="log", xlabel="ε_n", ylabel=f"posterior sd of α (ε_s = {eps_label(es)})")
         ax.legend(fontsize=7)
         ax = axes[i, 1]
         for k, e in enumerate(eps_n):
@@ -414,7 +417,7 @@ def _atus_figure(df, eps_s, eps_n, n):
                 xs, g["n_q0.5"], yerr=[g["n_q0.5"] - g["n_q0.05"], g["n_q0.95"] - g["n_q0.5"]], fmt="o", ms=3
             )
         ax.axhline(n, color="k")
-        ax.set_xticks(range(len(eps_n)), [_eps(e) for e in eps_n])
+        ax.set_xticks(range(len(eps_n)), [eps_label(e) for e in eps_n])
         ax.set(xlabel="ε_n", ylabel="posterior of n (median, 5–95 %)")
     fig.tight_layout()
     return fig
@@ -459,9 +462,9 @@ def _quantile_curves(df, eps_s, eps_n, qs, site, parts, xlabel, ylabel, reduce):
                     "-" if np.isinf(e) else "--",
                     marker=".",
                     color="k" if np.isinf(e) else f"C{k}",
-                    label="bounded" if np.isinf(e) else f"ε_n={_eps(e)}",
+                    label="bounded" if np.isinf(e) else f"ε_n={eps_label(e)}",
                 )
-            ax.set(xlabel=xlabel.format(j + 1), ylabel=f"{ylabel} (ε_s = {_eps(es)})")
+            ax.set(xlabel=xlabel.format(j + 1), ylabel=f"{ylabel} (ε_s = {eps_label(es)})")
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     return fig

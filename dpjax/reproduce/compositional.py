@@ -68,7 +68,7 @@ def _max_rhat(chains):
 
 
 # ------------------------------------------------------------------------------- models
-def _exact_p1(n, s0):
+def exact_p1(n, s0):
     """MCMCp1: α ~ p1 and the Dirichlet likelihood of n rows through S₀(D) (model (1))."""
     from dpjax.models import dirichlet_prior_p1
 
@@ -87,7 +87,7 @@ def _remcmc_model(b, n2):
     return model
 
 
-def _bootstrap(key, s0, n, num_boot):
+def bootstrap(key, s0, n, num_boot):
     """Boots: the non-private parametric bootstrap of MLE(S₀(D))."""
     from dpjax.compositional import dirichlet_mle
     from dpjax.infer.samplers import log_gamma
@@ -137,8 +137,7 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
     """
     from numpyro.infer import NUTS
 
-    from dpjax.compositional import dp_abc, dpboots, dpss, elicit_priors
-    from dpjax.compositional.mle import _mle
+    from dpjax.compositional import dirichlet_mle, dp_abc, dpboots, dpss, elicit_priors
     from dpjax.infer import DataAugmentationKernel
     from dpjax.models import dirichlet_mean_log
 
@@ -165,7 +164,7 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
 
     t = time.perf_counter()
     if "Boots" in methods:
-        boots = jax.vmap(lambda k, s: _bootstrap(k, s, n, cfg["boot"]))
+        boots = jax.vmap(lambda k, s: bootstrap(k, s, n, cfg["boot"]))
         out, seconds["Boots"], compile_s["Boots"] = _compiled(boots, random.split(next(keys), r), s0)
         draws["Boots"] = np.asarray(out, float).reshape(r, -1, d)
 
@@ -175,14 +174,14 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
     log(f"bootstraps: {time.perf_counter() - t:.1f} s")
 
     if "MCMCp1" in methods:
-        kern = NUTS(_exact_p1, max_tree_depth=5)
-        wrap = lambda ks, s: _chains_inner(kern, ks, (float(n), s), cfg, None)
+        kern = NUTS(exact_p1, max_tree_depth=5)
+        wrap = lambda ks, s: chains_inner(kern, ks, (float(n), s), cfg, None)
         out, seconds["MCMCp1"], compile_s["MCMCp1"] = _compiled(jax.vmap(wrap), chain_keys(), s0)
         draws["MCMCp1"], rhat["MCMCp1"] = _flatten(out)
 
     kern = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=5))
     init = {"x": jnp.asarray(x)} if huge else None
-    wrap = lambda ks, aa, s, i: _chains_inner(kern, ks, (n, aa, e1, s), cfg, i)
+    wrap = lambda ks, aa, s, i: chains_inner(kern, ks, (n, aa, e1, s), cfg, i)
     out, seconds["DPMCMCp1"], compile_s["DPMCMCp1"] = _compiled(jax.vmap(wrap), chain_keys(), a, s_l, init)
     draws["DPMCMCp1"], rhat["DPMCMCp1"] = _flatten(out)
     log(f"DPMCMCp1: {seconds['DPMCMCp1']:.1f} s (+ {compile_s['DPMCMCp1']:.1f} s compiling)")
@@ -199,13 +198,15 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
             jnp.asarray(np.stack([getattr(p, f) for p in pri]), jnp.result_type(float))
             for f in ("shape", "rate", "correlation")
         )
-        fit = _mle(s_split[:, 1]).alpha  # dp_remcmc's start: the MLE of the release, at least 1 (NaN: 2)
+        fit = dirichlet_mle(
+            s_split[:, 1], check=False
+        ).alpha  # dp_remcmc's start: the MLE of the release, at least 1 (NaN: 2)
         start = jnp.where(jnp.all(jnp.isfinite(fit), -1, keepdims=True), jnp.maximum(fit, 1.0), 2.0)
         init = {"alpha": start}
         if huge:
             init["x"] = jnp.asarray(x[:, :b])
         kern = DataAugmentationKernel(NUTS(_remcmc_model(b, n2), max_tree_depth=5))
-        wrap = lambda ks, aa, s, k_, r_, c_, i: _chains_inner(kern, ks, (aa, e1, s, k_, r_, c_), cfg, i)
+        wrap = lambda ks, aa, s, k_, r_, c_, i: chains_inner(kern, ks, (aa, e1, s, k_, r_, c_), cfg, i)
         out, seconds["DPreMCMCp4"], compile_s["DPreMCMCp4"] = _compiled(
             jax.vmap(wrap), chain_keys(), a, s_split[:, 1], shape, rate, corr, init
         )
@@ -216,7 +217,7 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
         # p5: the DPMCMCp1 posterior of S_L(D₁, a); then tolerance ABC on S_L(D₂, a)
         kern = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=5))
         init = {"x": jnp.asarray(x[:, :n1])} if huge else None
-        wrap = lambda ks, aa, s, i: _chains_inner(kern, ks, (n1, aa, e1, s), cfg, i)
+        wrap = lambda ks, aa, s, i: chains_inner(kern, ks, (n1, aa, e1, s), cfg, i)
         out, seconds["p5 (DPMCMC on D₁)"], _ = _compiled(jax.vmap(wrap), chain_keys(), a, s_split[:, 0], init)
         p5, rhat["DPABCp5"] = _flatten(out)
         t = time.perf_counter()
@@ -233,7 +234,7 @@ def run_methods(key, x, epsilon, cfg, progress=False, methods=METHODS):
     return draws, seconds, info
 
 
-def _chains_inner(kernel, ks, args, cfg, init):
+def chains_inner(kernel, ks, args, cfg, init):
     """α draws of ``len(ks)`` chains, every ``cfg["thin"]``-th; ``init`` starts the records at the data
     where ε ≈ ∞."""
     from dpjax.infer import run_chain
@@ -257,7 +258,7 @@ def _finite(draws):
     return draws[np.all(np.isfinite(draws) & (draws > 0), axis=1)]
 
 
-def _coverage(rng, draws, alpha_true, m_eval, per_draw=5):
+def coverage(rng, draws, alpha_true, m_eval, per_draw=5):
     """The seed's predictive coverage: the 95 % Mahalanobis ellipsoid of posterior-predictive draws
     (first d − 1 coordinates; its radius the 95 % quantile of the predictive draws' distances), and
     the fraction of ``m_eval`` draws from Dirichlet(α_true) that fall inside."""
@@ -289,12 +290,14 @@ def _metrics(draws, alpha_true, rng, m_eval):
     return {
         "MSE α": float(np.mean(np.sum((d - alpha_true) ** 2, 1))),
         "MSE E[x|α]": float(np.mean(np.sum((mean(d) - mean(alpha_true)) ** 2, 1))),
-        "coverage": _coverage(rng, d, alpha_true, m_eval),
+        "coverage": coverage(rng, d, alpha_true, m_eval),
         "usable draws": len(d) / len(draws),
     }
 
 
-def _settings(quick):
+def chain_settings(quick):
+    """The study's chain settings: chains, warm-up, kept iterations, thinning, bootstrap draws, ABC
+    proposals and b; ``quick``: the reduced ones of ``dpjax reproduce --quick``."""
     if quick:
         return dict(chains=2, warmup=50, samples=50, thin=1, boot=100, proposals=1000, b=5)
     # the seed: 5 chains of 50 000 iterations, burn-in ≤ 25 000, 1 000 draws kept; 1 000 bootstrap draws
@@ -331,9 +334,9 @@ def _seconds_row(seconds, info, r, **cell):
 def guo_simulation(quick: bool, progress: bool) -> Report:
     if quick:
         cells = ["α₃"], [1000], [1.5]
-        return simulation_study(*cells, 2, 2000, _settings(True), QUICK_METHODS, progress, quick=True)
+        return simulation_study(*cells, 2, 2000, chain_settings(True), QUICK_METHODS, progress, quick=True)
     grid = list(ALPHAS), [1000, 5000], [0.25, 0.5, 1.5, NO_PRIVACY]
-    return simulation_study(*grid, 50, 10_000, _settings(False), METHODS, progress)
+    return simulation_study(*grid, 50, 10_000, chain_settings(False), METHODS, progress)
 
 
 def simulation_study(
@@ -341,7 +344,7 @@ def simulation_study(
 ) -> Report:
     """§4.1 over the cells α ∈ ``names`` × n ∈ ``sizes`` × ε ∈ ``budgets``, ``reps`` data sets each
     (:func:`run_methods` with the chain settings ``cfg``), predictive coverage on ``m_eval`` draws: the
-    report of ``guo-simulation``, or of a part of its grid (``benchmarks/guo_simulation_part.py``)."""
+    report of ``guo-simulation``, or of a part of its grid (``lab/guo_simulation_part.py``)."""
     import matplotlib.pyplot as plt
 
     def one_cell(name, n, eps):  # the tidy rows (method × data set) and the times of one cell
@@ -439,7 +442,7 @@ def simulation_study(
         "s.e. of the mean coverage from its spread over data sets (at least the binomial one). "
         "Under p1 at small ε the release pins α's shares, not its scale, which the prior "
         "then sets (at α₃, ε = 0.5: posterior α₀ ≈ 3× the truth, coverage 0.83; the same draws rescaled "
-        "to the true α₀ cover 0.95: `benchmarks/guo_coverage_calibration.py`)."
+        "to the true α₀ cover 0.95: `lab/guo_coverage_calibration.py`)."
     )
     if quick:
         notes += (
@@ -484,8 +487,8 @@ def _rounding_se(value):
 )
 def guo_atus(quick: bool, progress: bool) -> Report:
     if quick:
-        return atus_study(2, _settings(True), QUICK_METHODS, progress, quick=True)
-    return atus_study(100, _settings(False), METHODS, progress)
+        return atus_study(2, chain_settings(True), QUICK_METHODS, progress, quick=True)
+    return atus_study(100, chain_settings(False), METHODS, progress)
 
 
 def _atus_runs(data, first, count, cfg, methods, progress, quick):
@@ -527,7 +530,7 @@ def _atus_runs(data, first, count, cfg, methods, progress, quick):
 def atus_study(runs, cfg, methods, progress=False, quick=False, batch=10) -> Report:
     """§4.2: ``runs`` releases per sex of the ATUS compositions, the ``methods`` of :func:`run_methods`
     with the chain settings ``cfg``: the report of ``guo-atus``, or of a shorter version of it
-    (``benchmarks/guo_atus_part.py``). The runs go in batches of ``batch`` (vmapped), each kept in the
+    (``lab/guo_atus_part.py``). The runs go in batches of ``batch`` (vmapped), each kept in the
     cells folder when done, so a stopped study resumes after its last finished batch. ``quick``: 400 rows
     per sex, both sexes in one batch."""
     from dpjax.compositional import load_atus

@@ -227,7 +227,7 @@ def _figure(df, site, labels, confidential, prior_mean, titles):
     source="Ju, Awan, Gong & Rao (2022) §4, Table 1 and Figure 1",
     title="Naive-Bayes log-linear model: coverage of 90 % intervals for p_i, posterior means and record "
     "acceptance against e^{-ε}",
-    full_cost="~17 min",
+    full_cost="~13 min",
 )
 def ju_loglinear(quick: bool, progress: bool) -> Report:
     from numpyro.infer import Predictive

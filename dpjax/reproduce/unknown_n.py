@@ -86,17 +86,26 @@ SEED_TABLE4 = {
 }
 
 
-def _eps(v: float) -> str:
+def eps_label(v: float) -> str:
+    """An ε as the reports print it: ``"∞"`` for infinity, else ``f"{v:g}"``."""
     return "∞" if np.isinf(v) else f"{v:g}"
 
 
-def confidential_regression_data(n: int, seed: int = 2025):
+#: the covariates' mean in the seed's code (all three §6.1 scripts); its text says (−1, 1)
+CODE_MU = (1.0, -1.0)
+
+
+def confidential_regression_data(n: int, seed: int = 2025, mu=None):
     """One dataset of the seed's §6.1 (xᵢ ~ N(μ, Φ⁻¹), yᵢ ~ N((1, xᵢ)β, 1/τ) with β = (0, −1, 1), τ = 1,
-    μ = (−1, 1), Φ = I) and its confidential statistic T (the 9 released entries, clamped to [−5, 5] and
-    normalised; n is not among them). Drawn directly: the model's Predictive would compile the priors."""
+    μ = (−1, 1) as the text says or ``mu`` (:data:`CODE_MU` is the code's), Φ = I) and its confidential
+    statistic T (the 9 released entries, clamped to [−5, 5] and normalised; n is not among them). Drawn
+    directly: the model's Predictive would compile the priors. The same ``seed`` draws the same noise
+    for either μ."""
     import dpjax.models as m
 
     truth = {k: jnp.asarray(v, jnp.float32) for k, v in m.SEED_UNKNOWN_N_TRUTH.items()}
+    if mu is not None:
+        truth["mu"] = jnp.asarray(mu, jnp.float32)
 
     @jax.jit  # one compilation, not one per operation
     def draw(key):
@@ -110,8 +119,41 @@ def confidential_regression_data(n: int, seed: int = 2025):
     return draw(jax.random.key(seed))
 
 
+def seed_code_regression(capacity, s_dp=None, n_dp=None, *, eps_s, eps_n, n_exact):
+    """THE SEED CODE'S VARIANT of :func:`dpjax.models.unknown_n_regression`, for the reproduction only:
+    the same priors and records, but the release density of the seed's R code, whose index
+    ``diag(T3)[2:length(T2)]`` (R's ``2:1``) drops the Σx̃₂² entry of the release and scores the state's n
+    against the *exact* n with the release's Laplace scale Δ/ε_s — as if the exact n were released with
+    the summary. Never an analysis of a real release: it reads the confidential n."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    import dpjax.models as m
+    from dpjax import LaplaceMechanism, privatized, records_plate
+
+    tau = numpyro.sample("tau", dist.Gamma(1.0, 1.0))  # the seed's a = b = 2: Gamma(a/2, b/2)
+    beta = numpyro.sample("beta", dist.MultivariateNormal(jnp.zeros(3), precision_matrix=tau * jnp.eye(3)))
+    phi = numpyro.sample("Phi", dist.Wishart(2.0, scale_matrix=jnp.eye(2)))
+    mu = numpyro.sample("mu", dist.MultivariateNormal(jnp.zeros(2), covariance_matrix=jnp.eye(2)))
+    n = numpyro.sample("n", dist.DiscreteUniform(1, capacity))
+    plate = records_plate("records", n, capacity)
+    with plate:
+        x = numpyro.sample("x", dist.MultivariateNormal(mu, precision_matrix=phi))
+        y = numpyro.sample("y", dist.Normal(beta[0] + x @ beta[1:], 1.0 / jnp.sqrt(tau)))
+    records, statistic = {"x": x, "y": y}, m.unknown_n_regression_statistic()
+    laplace = LaplaceMechanism(eps_s, m.unknown_n_regression_sensitivity(2))
+    kept = None if s_dp is None else s_dp[:8]
+    privatized("summary", laplace, lambda r: statistic(r)[:8], records, plate=plate, obs=kept)
+    n_obs = jnp.asarray(float(n_exact))
+    privatized("n_exact", laplace, lambda r: jnp.ones(()), records, plate=plate, obs=n_obs)
+    if eps_n is not None:
+        privatized(
+            "n_dp", LaplaceMechanism(eps_n, 1.0), lambda r: jnp.ones(()), records, plate=plate, obs=n_dp
+        )
+
+
 # ------------------------------------------------------------------------------ Table 1 (RJMCMC)
-def _regression_cells(
+def regression_cells(
     n,
     T,
     capacity,
@@ -121,10 +163,12 @@ def _regression_cells(
     num_chains=1,
     noncentred_moves="auto",
     ridge_moves=0,
+    likelihood="paper",
 ):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
     chains of β, τ and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model
     with n conditioned; else ReversibleJumpKernel with ``noncentred_moves`` joint (θ, n) moves.
+    ``likelihood="seed-code"``: :func:`seed_code_regression` instead of the paper's model.
     ``stochastic_em``: θ set to the closed-form M-step at every iteration (the chain of stochastic EM),
     not drawn from its conditional, starting from the data-generating θ and records drawn there."""
     from numpyro import handlers
@@ -150,14 +194,20 @@ def _regression_cells(
 
         def model(s_dp, n_dp, eps_s, eps_n):
             with handlers.condition(data={"n": jnp.array(n)}):
-                m.unknown_n_regression(n, s_dp, eps_s=eps_s, eps_n=None)
+                if likelihood == "seed-code":
+                    seed_code_regression(n, s_dp, eps_s=eps_s, eps_n=None, n_exact=n)
+                else:
+                    m.unknown_n_regression(n, s_dp, eps_s=eps_s, eps_n=None)
 
         kernel = DataAugmentationKernel(model, theta_update=theta_update(None, n), noncentred_moves=0)
         size = lambda state: jnp.asarray(float(n))
     else:
 
         def model(s_dp, n_dp, eps_s, eps_n):
-            m.unknown_n_regression(capacity, s_dp, n_dp, eps_s=eps_s, eps_n=eps_n)
+            if likelihood == "seed-code":
+                seed_code_regression(capacity, s_dp, n_dp, eps_s=eps_s, eps_n=eps_n, n_exact=n)
+            else:
+                m.unknown_n_regression(capacity, s_dp, n_dp, eps_s=eps_s, eps_n=eps_n)
 
         # stochastic EM: θ is the M-step's, which joint (θ, n) moves would overwrite
         moves = 0 if stochastic_em else noncentred_moves
@@ -178,11 +228,9 @@ def _regression_cells(
     }
     init = None
     if stochastic_em:
-        from dpjax.infer.stochastic_em import _records_at
-
         init = {k: jnp.asarray(v, jnp.float32) for k, v in m.SEED_UNKNOWN_N_TRUTH.items()}
         release = (T, float(n), 1.0, 1.0)
-        init.update(_records_at(model, init, ("x", "y"), jax.random.key(0), release, {}))
+        init.update(_records_at(model, init, ("x", "y"), jax.random.key(0), release))
     return mcmc_cell(
         kernel,
         args_fn,
@@ -194,10 +242,23 @@ def _regression_cells(
     )
 
 
+def _records_at(model, params, sites, rng_key, model_args):
+    """The record sites ``sites`` of one draw of ``model`` at θ = ``params`` (stochastic EM's start)."""
+    from numpyro import handlers
+
+    from dpjax.primitives import allow_overflow
+
+    with allow_overflow():
+        tr = handlers.trace(handlers.seed(handlers.substitute(model, data=params), rng_key))
+        tr = tr.get_trace(*model_args)
+    return {k: tr[k]["value"] for k in sites}
+
+
 def _regression_study(
-    T, eps_s, eps_n, num_warmup, num_samples, replicates, seed, summaries, progress, stochastic_em=False
-):
-    """``run_study`` of :func:`_regression_cells` over ε_s × ε_n, one compilation per capacity and
+    T, eps_s, eps_n, num_warmup, num_samples, replicates, seed, summaries, progress, stochastic_em=False,
+    likelihood="paper",
+):  # fmt: skip
+    """``run_study`` of :func:`regression_cells` over ε_s × ε_n, one compilation per capacity and
     number of joint moves (ε traced); the tidy table with each row's capacity."""
     from dpjax.studies import run_study
 
@@ -207,8 +268,15 @@ def _regression_study(
         groups.setdefault(key, []).append(en)
     frames = []
     for (capacity, moves), members in groups.items():
-        cell = _regression_cells(
-            N, T, capacity, num_warmup, num_samples, stochastic_em, noncentred_moves=moves
+        cell = regression_cells(
+            N,
+            T,
+            capacity,
+            num_warmup,
+            num_samples,
+            stochastic_em,
+            noncentred_moves=moves,
+            likelihood=likelihood,
         )
         df = run_study(
             cell,
@@ -217,7 +285,9 @@ def _regression_study(
             rng_key=jax.random.key(seed),
             summaries=summaries,
             progress_bar=progress,
-            out=study_table(f"{'stochastic-em' if stochastic_em else 'rjmcmc'}-{capacity}-{moves}"),
+            out=study_table(
+                f"{'stochastic-em' if stochastic_em else 'rjmcmc'}-{capacity}-{moves}-{likelihood}"
+            ),
         )
         frames.append(df.assign(capacity=N if capacity is None else capacity))
     return pd.concat(frames, ignore_index=True)
@@ -233,15 +303,67 @@ def awan_table1(quick: bool, progress: bool) -> Report:
     """Per replicate a new release of one dataset (n = 1 000) and a new chain; per cell the mean over
     replicates of the posterior mean and variance, with MCSE = sd over replicates / √R (as the seed's
     Table 3)."""
+    return _table1(quick, progress)
+
+
+@experiment(
+    "awan-table1-code-mu",
+    source="Awan, Barrientos & Ju, §6.1, Table 1, with the covariates' mean of the seed's code",
+    title="Table 1 with μ = (1, −1), the sign of the seed's code (its text says (−1, 1))",
+    full_cost="~24 min on 2 cores (as awan-table1)",
+)
+def awan_table1_code_mu(quick: bool, progress: bool) -> Report:
+    """:func:`awan_table1` on a dataset drawn with the seed code's μ = (1, −1) (same noise)."""
+    return _table1(quick, progress, mu=CODE_MU)
+
+
+@experiment(
+    "awan-table1-seed-code",
+    source="Awan, Barrientos & Ju, §6.1, Table 1, as the seed's code computes it",
+    title="Table 1 as the seed's code computes it: μ = (1, −1) and its release density (Σx̃₂² dropped, "
+    "n scored against the exact n) — the seed code's variant, not an analysis",
+    full_cost="~6 min on 2 cores (25 replicates per cell)",
+)
+def awan_table1_seed_code(quick: bool, progress: bool) -> Report:
+    """:func:`awan_table1` with μ = (1, −1) and :func:`seed_code_regression` (25 replicates per cell)."""
+    return _table1(quick, progress, mu=CODE_MU, likelihood="seed-code", replicates=25)
+
+
+def _variant(mu, likelihood) -> str:
+    if likelihood == "seed-code":
+        return " — the seed code's variant"
+    return "" if mu is None else " — μ = (1, −1), the seed code's sign"
+
+
+def _variant_note(mu, likelihood) -> str:
+    """What a variant changes, said first in its report."""
+    note = ""
+    if mu is not None:
+        note += (
+            f"**Variant: μ = {tuple(mu)}**, the covariates' mean in all three of the seed's §6.1 scripts "
+            "(its text says (−1, 1), which `awan-table1` follows); the same seed draws the same noise, "
+            "so only the sign of x differs. "
+        )
+    if likelihood == "seed-code":
+        note += (
+            "**The seed code's release density, not an analysis**: its index `diag(T3)[2:length(T2)]` "
+            "(R's `2:1`) drops the Σx̃₂² entry and scores the state's n against the *exact* n with scale "
+            "Δ/ε_s, as if the exact n were released with the summary (`seed_code_regression`); fewer "
+            "replicates per cell. "
+        )
+    return note + ("\n\n" if note else "")
+
+
+def _table1(quick, progress, mu=None, likelihood="paper", replicates=100):
     import dpjax.models as m
     from dpjax.studies import posterior_summaries
 
     if quick:  # one compilation (one capacity), short chains; the seed's n and dataset size
         eps_s, eps_n, replicates, iterations = (1.0,), (1.0, 10.0), 3, 200
     else:
-        eps_s, eps_n, replicates, iterations = EPS_S, EPS_N, 100, 10_000
+        eps_s, eps_n, iterations = EPS_S, EPS_N, 10_000
     num_warmup = iterations // 2
-    _, _, T = confidential_regression_data(N)
+    _, _, T = confidential_regression_data(N, mu=mu)
     truth = {"beta": np.array(m.SEED_UNKNOWN_N_TRUTH["beta"]), "tau": 1.0, "n": float(N)}
     summaries = posterior_summaries(
         {
@@ -254,8 +376,9 @@ def awan_table1(quick: bool, progress: bool) -> Report:
         level=0.9,
     )
     df = _regression_study(
-        T, eps_s, eps_n, num_warmup, iterations - num_warmup, replicates, 2025, summaries, progress
-    )
+        T, eps_s, eps_n, num_warmup, iterations - num_warmup, replicates, 2025, summaries, progress,
+        likelihood=likelihood,
+    )  # fmt: skip
     rows, cells = [], []
     for (es, en), g in df.groupby(["eps_s", "eps_n"], sort=True):
         mean = g[_COLUMNS].mean().to_numpy()
@@ -264,7 +387,7 @@ def awan_table1(quick: bool, progress: bool) -> Report:
             exact = np.isinf(en) and stat in ("E n", "Var n")  # n public: no Monte Carlo error
             rows.append(
                 {
-                    "quantity": f"ε_s={_eps(es)}, ε_n={_eps(en)}: {stat}",
+                    "quantity": f"ε_s={eps_label(es)}, ε_n={eps_label(en)}: {stat}",
                     "dpjax": float(mean[j]),
                     "dpjax_se": None if exact else float(se[j]),
                     "seed": SEED_TABLE1[(es, en)][j],
@@ -276,7 +399,7 @@ def awan_table1(quick: bool, progress: bool) -> Report:
         cells.append(
             {
                 "ε_s": es,
-                "ε_n": _eps(en),
+                "ε_n": eps_label(en),
                 "replicates": len(g),
                 "capacity": cap,
                 "joint moves": 0 if np.isinf(en) else JOINT_MOVES[en],
@@ -295,7 +418,8 @@ def awan_table1(quick: bool, progress: bool) -> Report:
         )
     comparison = compare(rows)
     return Report(
-        title="Unknown n, linear regression (Awan, Barrientos & Ju §6.1, Tables 1 and 3)",
+        title="Unknown n, linear regression (Awan, Barrientos & Ju §6.1, Tables 1 and 3)"
+        + _variant(mu, likelihood),
         comparison=comparison,
         tables={
             "Cells (coverage of the data-generating values; capacity of the records plate)": pd.DataFrame(
@@ -305,16 +429,19 @@ def awan_table1(quick: bool, progress: bool) -> Report:
         figures={"": _table1_figure(comparison, eps_s, eps_n)},
         settings={
             "n": N,
+            "mu": list(mu or m.SEED_UNKNOWN_N_TRUTH["mu"]),
+            "likelihood": likelihood,
             "eps_s": list(eps_s),
-            "eps_n": [_eps(e) for e in eps_n],
+            "eps_n": [eps_label(e) for e in eps_n],
             "replicates": replicates,
             "iterations": iterations,
             "burn_in": num_warmup,
             "size_moves": 100,
-            "joint_moves": {_eps(k): v for k, v in JOINT_MOVES.items()},
-            "capacity": {_eps(k): v for k, v in CAPACITY.items()},
+            "joint_moves": {eps_label(k): v for k, v in JOINT_MOVES.items()},
+            "capacity": {eps_label(k): v for k, v in CAPACITY.items()},
         },
-        notes=(
+        notes=_variant_note(mu, likelihood)
+        + (
             f"n = {N} records from the seed's data-generating values, one dataset; per replicate a "
             "new release "
             "s = T + Laplace(9/ε_s) (9 clamped-normalised entries, n not among them), n_dp = n + "
@@ -394,17 +521,17 @@ def awan_table2(quick: bool, progress: bool) -> Report:
             sd = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
             rows.append(
                 {
-                    "quantity": f"ε_n={_eps(en)}: mean θ̂ {name}",
+                    "quantity": f"ε_n={eps_label(en)}: mean θ̂ {name}",
                     "dpjax": float(values.mean()),
                     "dpjax_se": sd / np.sqrt(len(values)) if len(values) > 1 else None,
                     "seed": seed_mean,
                     "seed_se": seed_sd / np.sqrt(100),
                 }
             )
-            rows.append({"quantity": f"ε_n={_eps(en)}: sd of θ̂ {name}", "dpjax": sd, "seed": seed_sd})
+            rows.append({"quantity": f"ε_n={eps_label(en)}: sd of θ̂ {name}", "dpjax": sd, "seed": seed_sd})
         cells.append(
             {
-                "ε_n": _eps(en),
+                "ε_n": eps_label(en),
                 "replicates": len(g),
                 "chains that overflowed (NaN)": int((~finite).sum()),
                 "mean E n": float(g["n_mean"].mean()),
@@ -422,13 +549,13 @@ def awan_table2(quick: bool, progress: bool) -> Report:
         settings={
             "n": N,
             "eps_s": 1.0,
-            "eps_n": [_eps(e) for e in eps_n],
+            "eps_n": [eps_label(e) for e in eps_n],
             "replicates": replicates,
             "iterations": iterations,
             "burn_in": num_warmup,
             "size_moves": 100,
             "tau_cap": TAU_CAP,
-            "capacity": {_eps(k): v for k, v in CAPACITY.items()},
+            "capacity": {eps_label(k): v for k, v in CAPACITY.items()},
         },
         notes=(
             f"The dataset of awan-table1 (n = {N}); per replicate a new release s = T + Laplace(9/ε_s), "
@@ -444,7 +571,7 @@ def awan_table2(quick: bool, progress: bool) -> Report:
             "**Finding: this release does not pin down the MLE.** Within the Laplace(9) noise, the "
             "clamped sums of ỹ², x̃ỹ and x̃x̃ barely change as the residual precision τ grows (β "
             "adjusting), nor as x₁ and x₂ become collinear. Measured (`python "
-            "benchmarks/unknown_n_likelihood.py`, n public): along two chains from the data-generating "
+            "lab/unknown_n_likelihood.py`, n public): along two chains from the data-generating "
             "θ, the Monte Carlo log p(s | θ) (20 000 simulations per θ, ESS of the weights ≥ 2 000) "
             "stays within 5 of its value there (−9.1 and −8.7) while τ climbs from 1 to 10⁵ in one chain "
             "and 10⁷ in the other, and is highest (−4.3 to −5.4) away from it; in the first chain "
@@ -470,7 +597,7 @@ def _table1_figure(comparison, eps_s, eps_n):
     for es, marker in zip(eps_s, "os"):
         for ax, stat in zip(axes, ("E β0", "E β1", "E β2", "Var n")):
             sel = [
-                comparison[comparison["quantity"] == f"ε_s={_eps(es)}, ε_n={_eps(en)}: {stat}"]
+                comparison[comparison["quantity"] == f"ε_s={eps_label(es)}, ε_n={eps_label(en)}: {stat}"]
                 for en in eps_n
             ]
             for col, se, dx, ls, label in (
@@ -486,10 +613,10 @@ def _table1_figure(comparison, eps_s, eps_n):
                     marker=marker,
                     ls=ls,
                     mfc="none" if dx else None,
-                    label=f"{label} ε_s={_eps(es)}",
+                    label=f"{label} ε_s={eps_label(es)}",
                 )
             ax.set_title(stat)
-            ax.set_xticks(xs, [_eps(e) for e in eps_n])
+            ax.set_xticks(xs, [eps_label(e) for e in eps_n])
             ax.set_xlabel("ε_n")
             if stat == "Var n":
                 ax.set_yscale("symlog", linthresh=1.0)
@@ -602,16 +729,31 @@ def dp_parametric_bootstrap(
     "awan-table4",
     source="Awan, Barrientos & Ju, Appendix C.2, Table 4",
     title="Linear regression with a private sample size: DP parametric bootstrap with the plug-in n_dp + r",
-    full_cost="~2 min (12 cells × 100 replicates × 10 000 bootstrap draws)",
+    full_cost="~1 min (12 cells × 100 replicates × 10 000 bootstrap draws)",
 )
 def awan_table4(quick: bool, progress: bool) -> Report:
     """The comparison method of the seed's C.2 on the same dataset and release design as Table 1."""
+    return _table4(quick, progress)
+
+
+@experiment(
+    "awan-table4-code-mu",
+    source="Awan, Barrientos & Ju, Appendix C.2, Table 4, with the covariates' mean of the seed's code",
+    title="Table 4 with μ = (1, −1), the sign of the seed's code (its text says (−1, 1))",
+    full_cost="~1 min",
+)
+def awan_table4_code_mu(quick: bool, progress: bool) -> Report:
+    """:func:`awan_table4` on the dataset of ``awan-table1-code-mu``."""
+    return _table4(quick, progress, mu=CODE_MU)
+
+
+def _table4(quick, progress, mu=None):
     from dpjax.models import unknown_n_regression_sensitivity
     from dpjax.studies import run_study
 
     eps_s, eps_n = (EPS_S, EPS_N)
     replicates, num_bootstrap = (10, 500) if quick else (100, 10_000)
-    x, y, _ = confidential_regression_data(N)
+    x, y, _ = confidential_regression_data(N, mu=mu)
     xt = (jnp.clip(x, -5.0, 5.0) + 5.0) / 5.0 - 1.0
     yt = (jnp.clip(y, -5.0, 5.0) + 5.0) / 5.0 - 1.0
     A = jnp.concatenate([jnp.ones((N, 1)), xt, yt[:, None]], axis=1)
@@ -642,7 +784,7 @@ def awan_table4(quick: bool, progress: bool) -> Report:
             exact = np.isinf(en) and cols[j] == "n_max"
             rows.append(
                 {
-                    "quantity": f"ε_s={_eps(es)}, ε_n={_eps(en)}: {stat}",
+                    "quantity": f"ε_s={eps_label(es)}, ε_n={eps_label(en)}: {stat}",
                     "dpjax": float(v.mean()),
                     "dpjax_se": None if exact else float(v.std(ddof=1) / np.sqrt(len(v))),
                     "seed": SEED_TABLE4[(es, en)][j],
@@ -652,7 +794,7 @@ def awan_table4(quick: bool, progress: bool) -> Report:
         extra.append(
             {
                 "ε_s": es,
-                "ε_n": _eps(en),
+                "ε_n": eps_label(en),
                 "E r": float(g["r"].mean()),
                 "median Var β̂*0": float(g["boot_var[0]"].median()),
                 "max Var β̂*0": float(g["boot_var[0]"].max()),
@@ -660,12 +802,21 @@ def awan_table4(quick: bool, progress: bool) -> Report:
             }
         )
     return Report(
-        title="Unknown n, DP parametric bootstrap with plug-in n_dp + r (Awan, Barrientos & Ju, Table 4)",
+        title="Unknown n, DP parametric bootstrap with plug-in n_dp + r (Awan, Barrientos & Ju, Table 4)"
+        + _variant(mu, "paper"),
         comparison=compare(rows),
         tables={"Regularisation and point estimates": pd.DataFrame(extra)},
-        settings={"n": N, "replicates": replicates, "num_bootstrap": num_bootstrap, "sensitivity": delta},
-        notes=(
-            f"The dataset of awan-table1 (n = {N}); per replicate a new release of the normalised AᵀA, "
+        settings={
+            "n": N,
+            "replicates": replicates,
+            "num_bootstrap": num_bootstrap,
+            "sensitivity": delta,
+            "mu": list(mu or (-1.0, 1.0)),
+        },  # fmt: skip
+        notes=_variant_note(mu, "paper")
+        + (
+            f"The dataset of awan-table1{'-code-mu' if mu else ''} (n = {N}); per replicate a new release of "
+            "the normalised AᵀA, "
             "A = (1, x̃, ỹ): symmetric Laplace noise, scale 1/ε_n on the (1, 1) entry (n_dp = n + "
             "E₁₁) and 9/ε_s "
             "elsewhere — the same information as (s, n_dp) of Table 1. Estimates on the data's scale after "

@@ -14,7 +14,7 @@ The threshold is fixed (one candidate), so the posterior is exactly p(α | S_L) 
 selection is ignored. Chains as in ``run_methods`` (DataAugmentationKernel, α by NUTS, the default
 moves), vmapped over data sets.
 
-    python benchmarks/guo_coverage_calibration.py [--alpha α₃] [--eps 0.5] [--n 1000] [--datasets 48]
+    python lab/guo_coverage_calibration.py [--alpha α₃] [--eps 0.5] [--n 1000] [--datasets 48]
         [--cases prior fixed] [--tag TAG]
 """
 
@@ -31,9 +31,24 @@ from numpyro.infer import NUTS
 from dpjax.compositional import censored_mean_log, laplace_scale
 from dpjax.infer import DataAugmentationKernel
 from dpjax.models import dirichlet_mean_log
-from dpjax.reproduce.compositional import ALPHAS, _chains_inner, _coverage, _finite, _flatten
+from dpjax.reproduce.compositional import ALPHAS, chains_inner, coverage
 
 A = 1e-3  # a fixed public threshold (one of the seed's candidates)
+
+
+def finite(draws):
+    """The draws with every part finite and positive (the study's usable draws)."""
+    return draws[np.all(np.isfinite(draws) & (draws > 0), axis=1)]
+
+
+def flatten(out):
+    """``(R, C, S, d)`` chains → ``(R, C·S, d)`` draws and each data set's largest split-R̂ of log α."""
+    from numpyro.diagnostics import split_gelman_rubin
+
+    out = np.asarray(out, float)
+    max_rhat = lambda o: float(np.max(split_gelman_rubin(np.log(np.maximum(o, 1e-30)))))
+    rhat = np.array([max_rhat(o) for o in out]) if out.shape[1] > 1 else np.full(len(out), np.nan)
+    return out.reshape(out.shape[0], -1, out.shape[-1]), rhat
 
 
 def releases(rng, alphas, n, eps1):
@@ -46,20 +61,20 @@ def releases(rng, alphas, n, eps1):
 
 def chains(key, s, n, eps1, cfg):
     kern = DataAugmentationKernel(NUTS(dirichlet_mean_log, max_tree_depth=5))
-    wrap = lambda ks, si: _chains_inner(kern, ks, (n, A, eps1, si), cfg, None)
+    wrap = lambda ks, si: chains_inner(kern, ks, (n, A, eps1, si), cfg, None)
     keys = jax.random.split(key, (len(s), cfg["chains"]))
-    return _flatten(jax.jit(jax.vmap(wrap))(keys, jnp.asarray(s)))
+    return flatten(jax.jit(jax.vmap(wrap))(keys, jnp.asarray(s)))
 
 
 def per_dataset(draws, alphas, rng, m_eval, rescale=None):
     """Coverage and E[α₀|s] of each data set (``rescale``: each draw's α₀ set to that value first)."""
     cover, a0 = [], []
     for d, a in zip(draws, alphas):
-        d = _finite(d)
+        d = finite(d)
         a0.append(d.sum(1).mean())
         if rescale is not None:
             d = d / d.sum(1, keepdims=True) * rescale
-        cover.append(_coverage(rng, d, a, m_eval))
+        cover.append(coverage(rng, d, a, m_eval))
     return np.asarray(cover), np.asarray(a0)
 
 
@@ -136,7 +151,7 @@ def main():
         f"{float(laplace_scale(A, d, args.n, eps1)):.3g}), prior p1 = Gamma(1, 0.1) per part; DPMCMCp1 as in the "
         f"study: {cfg['chains']} chains × ({args.warmup} warm-up + {args.samples}) iterations, every "
         f"{cfg['thin']}-nd kept, vmapped over data sets. Coverage: the seed's 95 % predictive ellipsoid "
-        f"(`_coverage`) against {args.m_eval} draws from Dirichlet(α) of each data set; se over data sets.",
+        f"(`dpjax.reproduce.compositional.coverage`) against {args.m_eval} draws from Dirichlet(α) of each data set; se over data sets.",
         "",
         *table(rows, [(k, fmt(k)) for k in cols]),
         "",

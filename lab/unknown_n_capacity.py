@@ -5,26 +5,31 @@ dataset (n = 1 000), two chains per release (4 000 iterations, 2 000 warmup), at
 experiment's) and 8 000: the spread over releases of the posterior mean of n, the mean posterior sd,
 the posterior mass within 1 % of the capacity and the split R-hat of n over the two chains (5 min).
 
-    python benchmarks/unknown_n_capacity.py
+    python lab/unknown_n_capacity.py
 """
+
+import argparse
 
 import jax
 from _common import table, write_results
 
-from dpjax.reproduce.unknown_n import N, _regression_cells, confidential_regression_data
+from dpjax.reproduce.unknown_n import N, confidential_regression_data, regression_cells
 from dpjax.studies import posterior_summaries, run_study
 
 RELEASES, ITERATIONS, CAPACITIES, EPS_S = 20, 4_000, (3_000, 8_000), (0.1, 1.0)
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     _, _, T = confidential_regression_data(N)
     summaries = posterior_summaries(
         {"beta": ("mean",), "tau": ("mean",), "n": ("mean", "sd", "max", "rhat"), "near_capacity": ("mean",)}
     )
     rows = []
     for capacity in CAPACITIES:
-        cell = _regression_cells(N, T, capacity, ITERATIONS // 2, ITERATIONS // 2, num_chains=2)
+        cell = regression_cells(N, T, capacity, ITERATIONS // 2, ITERATIONS // 2, num_chains=2)
         df = run_study(
             cell, {"eps_s": list(EPS_S), "eps_n": [0.001]}, replicates=RELEASES, rng_key=jax.random.key(11),
             summaries=summaries, progress_bar=False,

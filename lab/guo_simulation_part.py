@@ -7,7 +7,7 @@ finished cell is kept in results/guo_simulation_part{_TAG}.cells/ (committed wit
 same command resumes after the last finished cell, in this session or a later one (delete that folder
 to start afresh, e.g. after a change to the methods).
 
-    python benchmarks/guo_simulation_part.py [--alpha α₃] [--n 1000] [--eps 0.25 0.5 1.5 1e10]
+    python lab/guo_simulation_part.py [--alpha α₃] [--n 1000] [--eps 0.25 0.5 1.5 1e10]
         [--datasets 10] [--scale 0.05] [--tag TAG]
 """
 
@@ -36,7 +36,7 @@ def main():
         )
     report.figures[""].savefig(RESULTS / f"{name}.png", dpi=110, bbox_inches="tight")
     command = (
-        f"python benchmarks/guo_simulation_part.py --alpha {' '.join(args.alpha)} --n {' '.join(map(str, args.n))} "
+        f"python lab/guo_simulation_part.py --alpha {' '.join(args.alpha)} --n {' '.join(map(str, args.n))} "
         f"--eps {' '.join(f'{e:g}' for e in args.eps)} --datasets {args.datasets} --scale {args.scale:g}"
         + (f" --tag {args.tag}" if args.tag else "")
     )

@@ -6,7 +6,7 @@ about a day on 2 CPUs: it goes in batches of 10 runs, each kept in results/guo_a
 done (committed with the results), so the same command resumes after the last finished batch, in this
 session or a later one (delete that folder to start afresh, e.g. after a change to the methods).
 
-    python benchmarks/guo_atus_part.py [--runs 10] [--scale 0.05]
+    python lab/guo_atus_part.py [--runs 10] [--scale 0.05]
 """
 
 import argparse
@@ -25,7 +25,7 @@ def main():
     cfg = guo_chains(args.scale)
     with cells_folder(RESULTS / "guo_atus_part.cells"):
         report = atus_study(args.runs, cfg, METHODS, progress=True)
-    command = f"python benchmarks/guo_atus_part.py --runs {args.runs} --scale {args.scale:g}"
+    command = f"python lab/guo_atus_part.py --runs {args.runs} --scale {args.scale:g}"
     heading = f"{report.title}: {args.runs} runs per sex, chains at {args.scale:g} × the seed's length"
     write_report("guo_atus_part", report, heading, command)
 

@@ -1,7 +1,7 @@
 """Does the §4.1 grid's reduced scale change its answers? One cell of Guo, Barrientos & Peña's §4.1 run
 at three settings with every method of `dpjax reproduce guo-simulation`:
 
-- ``short``: what `benchmarks/guo_simulation_part.py` ran for the grid: ``--datasets`` data sets
+- ``short``: what `lab/guo_simulation_part.py` ran for the grid: ``--datasets`` data sets
   (10), chains at ``--scale`` (5 %) of the seed's length;
 - ``full chains``: the same data sets and releases (the same keys), chains at the seed's full length
   (5 × (25 000 warm-up + 25 000), every 125-th kept): a paired comparison, data set by data set;
@@ -12,7 +12,7 @@ data set, how far the full chains moved each data set's MSE and coverage. Each s
 in results/guo_scale_check[_TAG].cells/<setting>/ when done, so the command resumes. Writes
 results/guo_scale_check[_TAG].{md,json}.
 
-    python benchmarks/guo_scale_check.py [--alpha α₃] [--n 1000] [--eps 0.5] [--datasets 10]
+    python lab/guo_scale_check.py [--alpha α₃] [--n 1000] [--eps 0.5] [--datasets 10]
         [--many 50] [--scale 0.05] [--full-scale 1] [--settings short full many] [--methods ...] [--tag TAG]
 """
 

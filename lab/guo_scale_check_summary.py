@@ -4,9 +4,10 @@ run here). For each: the medians over data sets at 5 % of the seed's chain lengt
 how far the full chains moved each data set's MSE of α and coverage (paired), the largest split-R̂ and
 the seconds per data set. Writes results/guo_scale_check_summary.{md,json,png}.
 
-    python benchmarks/guo_scale_check_summary.py
+    python lab/guo_scale_check_summary.py
 """
 
+import argparse
 import json
 
 import matplotlib.pyplot as plt
@@ -109,6 +110,10 @@ def figure(df):
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
+
     # cells run at both lengths, in the study's precision: a float64 rerun of a cell (a check,
     # `JAX_ENABLE_X64=1`) is not another cell, nor is a rerun of one length alone
     def is_cell(d):
@@ -120,7 +125,7 @@ def main():
         if p.stem != NAME and is_cell(json.loads(p.read_text()))
     )
     if not files:
-        raise SystemExit("no results/guo_scale_check*.json: run benchmarks/guo_scale_check.py first")
+        raise SystemExit("no results/guo_scale_check*.json: run lab/guo_scale_check.py first")
     df = pd.DataFrame([row for p in files for row in cell_rows(p)])
     df["cell"] = df["α"] + ", n = " + df["n"].astype(str) + ", ε = " + df["ε"]
     df = df.assign(order=df["method"].map(BAYES.index)).sort_values(["order", "α", "n", "ε value"])
@@ -158,7 +163,7 @@ def main():
         "",
         f"{len(files)} cells of the §4.1 grid ran with chains at 5 % of the seed's length (as the grids did) and "
         "at its full length (5 × (25 000 warm-up + 25 000), every 125-th kept), on the same data sets and "
-        "releases, by `benchmarks/guo_scale_check.py` (each cell's own file: `results/guo_scale_check[_TAG].md`). "
+        "releases, by `lab/guo_scale_check.py` (each cell's own file: `results/guo_scale_check[_TAG].md`). "
         "Medians over a cell's data sets; *per data set, full/5 %*: the range over data sets of the ratio of "
         "their MSE of α; *mean Δ coverage*: the paired mean change of a data set's 95 % predictive coverage, "
         "with its s.e. Methods with chains only (Boots and DPBoots draw the same at both lengths).",
@@ -183,7 +188,7 @@ def main():
         f"split-R̂ at full length: {dp['max split-R̂, full'].min():.3f} to {dp['max split-R̂, full'].max():.3f} "
         f"over the cells (5 %: {dp['max split-R̂, short'].min():.3f} to {dp['max split-R̂, short'].max():.3f}).",
         "- DPreMCMCp4's split-R̂ stays large at any length: its power-scaled target drifts "
-        "(`results/remcmc_degeneracy.md`).",
+        "(`benchmarks/results/remcmc_degeneracy.md`).",
         "",
         markdown_table(show),
         "",

@@ -7,9 +7,10 @@ E β₀ + E β₁ x̄₁ + E β₂ x̄₂ ≈ ȳ. This script reads the 100-rele
 for the seed's rows, which come from one unpublished dataset, it uses the data-generating values
 x̄ ≈ μ = (−1, 1) and ȳ ≈ 2 (s.e. 0.055 at n = 1 000). No chains are run.
 
-    python benchmarks/table1_mean_check.py
+    python lab/table1_mean_check.py
 """
 
+import argparse
 import json
 
 import numpy as np
@@ -23,6 +24,9 @@ def _mean(cell: str) -> float:
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     ours = []
     for path in sorted(RESULTS.glob("unknown_n_datasets_100x*.json")):
         for row in json.loads(path.read_text())["rows"]:

@@ -3,14 +3,14 @@
 A ridge move (:mod:`dpjax.infer.joint_size_moves`) changes n by k and solves for α so that the
 release statistics S of the records g(α, u₁..u_{n+k}) stay exactly where they are, the noise u held.
 This script takes the state of a warmed-up ReversibleJumpKernel chain (the release of
-``atus_ridge.py``: ε_s = 10, ε_n = 0.01, R = 3 ridge moves) and walks that curve over a grid of k,
+``benchmarks/atus_ridge.py``: ε_s = 10, ε_n = 0.01, R = 3 ridge moves) and walks that curve over a grid of k,
 splitting the change of the log target (volume factor included) into its terms: the prior of α with
 the log-Jacobian of log α, Σ log q_α(u) over every slot (the Wilson–Hilferty noise law of Dirichlet
 records is not quite α-free), log η of n_dp (log η of s stays put by construction); with the plain
 Wilson–Hilferty map (m = 0 shape-raising steps) and the default one, from the same state. The spread of n
 along the curve at fixed u is what one iteration's ridge moves can reach; the record sweep must
 renew u before n moves further. Needs 64-bit floats:
-``JAX_ENABLE_X64=1 python benchmarks/atus_ridge_curve.py`` (~3 min).
+``JAX_ENABLE_X64=1 python lab/atus_ridge_curve.py`` (~3 min).
 """
 
 import argparse
@@ -20,16 +20,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-from _common import table, write_results
-from atus_ridge import EPS_S, release
+from _common import benchmark, table, write_results
 from numpyro.infer import MCMC
 
 from dpjax.compositional import dirichlet_mle
 from dpjax.infer import ReversibleJumpKernel, noncentred
-from dpjax.infer.noncentred import _dirichlet_log_density, noise_of, unconstrained_target
-from dpjax.reproduce.awan_atus import _atus_model
+from dpjax.infer.noncentred import dirichlet_log_density, noise_of, unconstrained_target
+from dpjax.reproduce.awan_atus import atus_model
 
 EPS_N = 0.01
+ATUS_RIDGE = benchmark("atus_ridge")  # benchmarks/atus_ridge.py: its ε_s and release
+EPS_S, release = ATUS_RIDGE.EPS_S, ATUS_RIDGE.release
 GRID = list(range(-240, 241, 20))
 DEFAULT_STEPS = noncentred.DIRICHLET_SHAPE_STEPS
 
@@ -46,7 +47,7 @@ def curve(kernel, model, args, state, key):
     log_target = jax.jit(lambda p, m: target(p, {"n": m}, True)[0])
     prior = lambda p: float(jnp.sum(dist.Gamma(1.0, 0.1).log_prob(jnp.exp(p))) + jnp.sum(p))
     log_q = lambda p: float(
-        jnp.sum(_dirichlet_log_density(dist.Dirichlet(jnp.exp(p), validate_args=False), noise["x"]))
+        jnp.sum(dirichlet_log_density(dist.Dirichlet(jnp.exp(p), validate_args=False), noise["x"]))
     )
     log_eta_n = lambda m: -abs(float(args[1]) - m) * EPS_N
     goal, base = S(phi, n), (float(log_target(phi, n)), prior(phi), log_q(phi), log_eta_n(int(n)))
@@ -93,7 +94,7 @@ def main():
         raise SystemExit("run with JAX_ENABLE_X64=1")
     n0, s, n_dp = release(EPS_N)
     capacity = int(n0 + 12 / EPS_N + 10)
-    model = partial(_atus_model, capacity)
+    model = partial(atus_model, capacity)
     kernel = ReversibleJumpKernel(model, noncentred_moves=5, ridge_moves=3)
     model_args = (s, n_dp, EPS_S, EPS_N)
     md, payload = [], []
@@ -126,14 +127,14 @@ def main():
             print(f"state {i + 1}, m = {m}: n = {n}, sd of n along the curve {sd:.0f}", flush=True)
     head = (
         f"# ATUS, ε_s = {EPS_S:g}, ε_n = {EPS_N:g}: the ridge at fixed record noise\n\n"
-        f"n = {n0}, n_dp = {float(n_dp):.1f}; the oracle's posterior sd of n is 99 (`atus_ridge.md`). "
+        f"n = {n0}, n_dp = {float(n_dp):.1f}; the oracle's posterior sd of n is 99 (`benchmarks/results/atus_ridge.md`). "
         "Each state is the last of a chain after "
         f"{args.warmup} warmup iterations (ReversibleJumpKernel, J = 5 joint and R = 3 ridge moves). "
         "Δ: change from the state along S(α*, n + k) = S(α, n) with u held; Δ log target includes the "
         "volume factor (the ridge move's acceptance is min(1, exp Δ)); log η(s) is constant along the curve.\n"
     )
     write_results("atus_ridge_curve", {"states": payload, "settings": vars(args)}, head + "\n" + "\n".join(md),
-                  "JAX_ENABLE_X64=1 python benchmarks/atus_ridge_curve.py")  # fmt: skip
+                  "JAX_ENABLE_X64=1 python lab/atus_ridge_curve.py")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 what it returns now, next to what the probe saw at 4751afd. A row either gives the right answer or a
 clear error before any draws."""
 
+import argparse
 import time
 import warnings
 
@@ -95,6 +96,9 @@ CASES = [
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     rows = []
     for item, case, before, run in CASES:
         start = time.perf_counter()

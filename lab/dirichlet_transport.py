@@ -19,7 +19,7 @@ import numpyro.distributions as dist
 from _common import table, write_results
 
 from dpjax.infer import noncentred
-from dpjax.infer.noncentred import _dirichlet_log_density, _to_noise
+from dpjax.infer.noncentred import dirichlet_log_density, to_noise
 
 N = 6_656
 ALPHAS = ((0.5, 0.5, 0.5), (12.0, 1.5, 16.5), (30.0, 3.3, 40.0), (66.0, 7.0, 90.0))
@@ -31,13 +31,13 @@ def log_ratios(alpha, step, moves, key):
     k_x, k_u, k_moves = jax.random.split(key, 3)
     fn = dist.Dirichlet(jnp.asarray(alpha))
     x = fn.sample(k_x, (N,))
-    u = _to_noise(k_u, fn, x)
+    u = to_noise(k_u, fn, x)
     stars = jnp.asarray(alpha) * jnp.exp(step * jax.random.normal(k_moves, (moves, 3)))
-    base_q, base_x = _dirichlet_log_density(fn, u).sum(), fn.log_prob(x).sum()
+    base_q, base_x = dirichlet_log_density(fn, u).sum(), fn.log_prob(x).sum()
 
     def one(star):
         moved = dist.Dirichlet(star)
-        return _dirichlet_log_density(moved, u).sum() - base_q, moved.log_prob(x).sum() - base_x
+        return dirichlet_log_density(moved, u).sum() - base_q, moved.log_prob(x).sum() - base_x
 
     return jax.lax.map(one, stars)
 
@@ -87,7 +87,7 @@ def main():
         "dirichlet_transport",
         payload,
         "\n".join(md),
-        "JAX_ENABLE_X64=1 python benchmarks/dirichlet_transport.py",
+        "JAX_ENABLE_X64=1 python lab/dirichlet_transport.py",
     )
     print("\n".join(md))
 

@@ -1,5 +1,5 @@
 """Guo, Barrientos & Peña's §4.1 assembled from its parts: every cell that
-`benchmarks/guo_simulation_part.py` has run (results/guo_simulation_part*.json), drawn as the seed's
+`lab/guo_simulation_part.py` has run (results/guo_simulation_part*.json), drawn as the seed's
 Figures 2–3 (median MSE of α and of E[x | α], median predictive coverage, against ε, one row per α),
 with the seed's statements about those figures checked cell by cell and the grid's missing cells listed.
 It runs no chains, only reads the parts' results, so it takes seconds. It pools the parts run with
@@ -8,7 +8,7 @@ grid) and refuses to pool parts whose other settings (chain lengths, …) differ
 10 (the seed's 50, run on a few cells) it writes results/guo_simulation_grid_<count>sets.{md,json,png},
 with the medians of the same cells at 10 data sets beside them.
 
-    python benchmarks/guo_simulation_grid.py [--datasets 10]
+    python lab/guo_simulation_grid.py [--datasets 10]
 """
 
 import argparse
@@ -49,7 +49,7 @@ def load_parts(datasets=BASE):
     if not settings:
         raise SystemExit(
             f"no results/guo_simulation_part*.json with {datasets} data sets per cell: "
-            "run benchmarks/guo_simulation_part.py first"
+            "run lab/guo_simulation_part.py first"
         )
     if len({json.dumps(s, sort_keys=True) for s in settings.values()}) > 1:
         raise SystemExit(f"the parts' settings differ, so they cannot be pooled: {settings}")
@@ -306,7 +306,7 @@ def main():
         (
             f"Not yet run ({len(missing)}): "
             + ", ".join(f"{r.α} n={r.n} ε={r.ε:g}" for r in missing.itertuples())
-            + ". Each is `python benchmarks/guo_simulation_part.py --alpha A --n N --eps E --tag TAG"
+            + ". Each is `python lab/guo_simulation_part.py --alpha A --n N --eps E --tag TAG"
             + ("" if datasets == BASE else f" --datasets {datasets}")
             + "`, "
             "then this script."

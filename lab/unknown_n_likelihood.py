@@ -7,8 +7,10 @@ thousands). If the chain climbs to θ's that the release does not make less like
 data-generating one, the likelihood is flat along the chain's path, and an MLE found by EM or stochastic
 EM depends on where and for how long it runs.
 
-    python benchmarks/unknown_n_likelihood.py
+    python lab/unknown_n_likelihood.py
 """
+
+import argparse
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +26,9 @@ SIMULATIONS, CHECKPOINTS = 20_000, (0, 100, 300, 1_000, 2_000, 3_000, 4_000, 5_0
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     _, _, T = confidential_regression_data(N)
     delta = m.unknown_n_regression_sensitivity(2)
     truth = {k: jnp.asarray(v, jnp.float32) for k, v in m.SEED_UNKNOWN_N_TRUTH.items()}

@@ -1,10 +1,12 @@
 """Does the record sweep's unroll change the draws on this backend? ``dpjax.infer.record_sweep`` at unroll
 2…33 against 1 on the same (n, d) statistics, then 20 iterations of the Dirichlet DataAugmentationKernel
 (α by a random-walk θ-update) at ``UNROLL`` 1, 8, 32: every float leaf of the state compared bit for bit.
-Prints one line each (the first lines of `results/sweep_unroll_gpu.log` on an H200).
+Prints one line each (the first lines of `benchmarks/results/sweep_unroll_gpu.log` on an H200).
 
-    python benchmarks/sweep_unroll_check.py
+    python lab/sweep_unroll_check.py
 """
+
+import argparse
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +27,9 @@ def float_leaves(tree):
 
 
 def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     print(jax.devices(), "default UNROLL", UNROLL)
     key, n, d = jax.random.key(3), 1000, 5
     t_old, t_new = (0.05 * jax.random.normal(k, (n, d)) for k in jax.random.split(key))

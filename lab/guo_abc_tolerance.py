@@ -9,7 +9,7 @@ draws are i.i.d. from π(α | s_L) with no tolerance, the target of DPMCMC. One 
 method the posterior means and s.d.s of α, and against exact ABC: the mean shift of each αⱼ in
 posterior s.d.s (with its two-sample z), the s.d. ratio, and a Hotelling T² test of the means.
 
-    python benchmarks/guo_abc_tolerance.py [--n 30] [--eps1 1.0] [--draws 4000] [--rates 0.1 0.01 0.001]
+    python lab/guo_abc_tolerance.py [--n 30] [--eps1 1.0] [--draws 4000] [--rates 0.1 0.01 0.001]
 
 Other settings than n = 30, ε₁ = 1 name the files (``--n 200``: ``guo_abc_tolerance_n_200``).
 """

@@ -14,7 +14,7 @@ at ε = 10¹⁰ for every study α but α₁, which sometimes gets 0.1), n = 1 0
 Per method: the study's MSE of α (over draws, median over data sets), the median posterior s.d. of α₀ and
 of each αⱼ, and how often the 95 % equal-tailed interval of αⱼ and of α₀ holds the true value.
 
-    JAX_ENABLE_X64=1 python benchmarks/guo_eps_limit.py [--alpha α₂] [--datasets 20] [--n 1000]
+    JAX_ENABLE_X64=1 python lab/guo_eps_limit.py [--alpha α₂] [--datasets 20] [--n 1000]
 
 Results: ``results/guo_eps_limit.{md,json}`` for α₂, ``results/guo_eps_limit_alpha4.{md,json}`` for α₄, etc.
 """
@@ -30,7 +30,7 @@ from _common import table, write_results
 from numpyro.infer import MCMC, NUTS
 
 from dpjax.compositional import censored_mean_log, censoring_diagnostics, dp_approx
-from dpjax.reproduce.compositional import ALPHAS, _exact_p1
+from dpjax.reproduce.compositional import ALPHAS, exact_p1
 
 A, EPS1 = 0.01, 0.25 * 1e10
 WARMUP, SAMPLES, CHAINS = 500, 2000, 2
@@ -42,7 +42,7 @@ def posteriors(key, x, draws=SAMPLES):
     k_d, k_c, k_u = jax.random.split(key, 3)
     out, secs = {}, {}
     t = time.perf_counter()
-    exact = MCMC(NUTS(_exact_p1, max_tree_depth=5), num_warmup=WARMUP, num_samples=draws,
+    exact = MCMC(NUTS(exact_p1, max_tree_depth=5), num_warmup=WARMUP, num_samples=draws,
                  num_chains=CHAINS, chain_method="sequential", progress_bar=False)  # fmt: skip
     exact.run(k_d, float(len(x)), jnp.mean(jnp.log(jnp.asarray(x)), 0))
     out["α given D"], secs["α given D"] = (

@@ -7,7 +7,7 @@ dataset's own OLS estimate (5 min). Part 2, with ``--every-eps-n`` (15 min more)
 to the seed's Table 1. ``--datasets`` and ``--replicates`` change part 1's datasets and the number of
 releases per cell; a run with other than the defaults writes ``unknown_n_datasets_<R>x<datasets>``.
 
-    python benchmarks/unknown_n_datasets.py [--every-eps-n] [--datasets 2025 1] [--replicates 8]
+    python lab/unknown_n_datasets.py [--every-eps-n] [--datasets 2025 1] [--replicates 8]
 """
 
 import argparse
@@ -21,8 +21,8 @@ from dpjax.reproduce.unknown_n import (
     EPS_N,
     SEED_TABLE1,
     N,
-    _regression_cells,
     confidential_regression_data,
+    regression_cells,
 )
 from dpjax.studies import posterior_summaries, run_study
 
@@ -41,7 +41,7 @@ def main():
         x, y, T = confidential_regression_data(N, seed=seed)
         design = np.column_stack([np.ones(N), np.asarray(x)])
         ols = np.linalg.lstsq(design, np.asarray(y), rcond=None)[0]
-        cell = _regression_cells(N, T, None, ITERATIONS // 2, ITERATIONS // 2)
+        cell = regression_cells(N, T, None, ITERATIONS // 2, ITERATIONS // 2)
         df = run_study(
             cell, {"eps_s": [1.0], "eps_n": [float("inf")]}, replicates=reps, rng_key=jax.random.key(7),
             summaries=posterior_summaries({"beta": ("mean",)}), progress_bar=False,
@@ -68,7 +68,7 @@ def main():
         _, _, T = confidential_regression_data(N)
         for en in EPS_N:
             capacity = None if np.isinf(en) else CAPACITY[en]
-            cell = _regression_cells(N, T, capacity, ITERATIONS // 2, ITERATIONS // 2)
+            cell = regression_cells(N, T, capacity, ITERATIONS // 2, ITERATIONS // 2)
             df = run_study(
                 cell, {"eps_s": [1.0], "eps_n": [en]}, replicates=reps, rng_key=jax.random.key(8),
                 summaries=posterior_summaries({"beta": ("mean",)}), progress_bar=False,

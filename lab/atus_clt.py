@@ -1,8 +1,10 @@
 """How the old awan-atus verdict "sd of E n over the n_dp realisations ≤ mean posterior sd of n" (at
 ε_n = 0.01) fares under the semi-analytic large-n posterior itself (``dpjax.reproduce.atus_oracle``):
 it fails for about one set of 10 realisations in five, which is why awan-atus now compares each
-realisation with that oracle instead. ``JAX_ENABLE_X64=1 python benchmarks/atus_clt.py``.
+realisation with that oracle instead. ``JAX_ENABLE_X64=1 python lab/atus_clt.py``.
 """
+
+import argparse
 
 import numpy as np
 
@@ -17,9 +19,9 @@ def verdict_check(eps_s, eps_n=0.01, realisations=10, draws=4000, seed=0):
     import jax
     import jax.numpy as jnp
 
-    from dpjax.reproduce.awan_atus import _load_atus
+    from dpjax.reproduce.awan_atus import atus_compositions
 
-    x, _ = _load_atus(0)
+    x, _ = atus_compositions(0)
     n = len(x)
     # s exactly as awan-atus builds it (float32 sum, the run's own float type for the Laplace draw)
     t = jnp.asarray(np.log(np.clip(x, A, 1.0)).sum(0), jnp.float32)
@@ -38,10 +40,10 @@ def verdict_check(eps_s, eps_n=0.01, realisations=10, draws=4000, seed=0):
     }
 
 
-if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+def main():
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     from _common import table, write_results
 
     rows = [verdict_check(eps_s) for eps_s in (1.0, 10.0)]
@@ -51,6 +53,10 @@ if __name__ == "__main__":
         {"rows": rows},
         "The awan-atus verdict at ε_n = 0.01 under the large-n posterior itself (ATUS, 4 000 n_dp draws, "
         "sets of 10 realisations):\n\n" + "\n".join(table(rows, columns)),
-        "JAX_ENABLE_X64=1 python benchmarks/atus_clt.py",
+        "JAX_ENABLE_X64=1 python lab/atus_clt.py",
     )
     print(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,5 @@
 """Does §4.2's reduced chain length change its answers? Guo, Barrientos & Peña's ATUS analysis
-(Table 2; `benchmarks/guo_atus_part.py` ran it with chains at 5 % of the seed's length) on the same
+(Table 2; `lab/guo_atus_part.py` ran it with chains at 5 % of the seed's length) on the same
 releases with chains at ``--scale`` (5 %) and at the seed's full length (5 × (25 000 warm-up + 25 000),
 every 125-th kept), run by run: the mean time shares by sex, P(H₀) and whether H₀ is rejected, for
 the methods whose answers depend on the chains (default MCMCp1, DPMCMCp1 and DPABCp5, whose prior p5
@@ -7,7 +7,7 @@ is a chain on D₁; DPreMCMCp4's target is degenerate, `benchmarks/remcmc_degene
 setting's runs are kept in results/guo_atus_scale_check.cells/<setting>/ when done, so the command
 resumes. Writes results/guo_atus_scale_check.{md,json}.
 
-    python benchmarks/guo_atus_scale_check.py [--runs 1] [--scale 0.05] [--full-scale 1]
+    python lab/guo_atus_scale_check.py [--runs 1] [--scale 0.05] [--full-scale 1]
         [--methods MCMCp1 DPMCMCp1 DPABCp5]
 """
 

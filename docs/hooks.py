@@ -1,0 +1,41 @@
+"""mkdocs hook: the results pages, rendered from the results files by dpjax's own code.
+
+Each registered experiment with a ``benchmarks/results/<name>.json`` gets ``results/<name>.md``
+(:func:`dpjax.reproduce.render_markdown`) and its figures; ``results/index.md`` is the summary table
+(:func:`dpjax.reproduce.summary_table`), which marks every file produced by other code than HEAD's."""
+
+import json
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+
+INTRO = """# Results next to the seeds'
+
+Every table and figure of the seeds that dpjax reproduces is one registered experiment
+(`dpjax reproduce --list`); `dpjax reproduce NAME --out DIR` runs it and writes `DIR/NAME.json`, the
+markdown page and the figures, with dpjax's figures next to the seed's and a verdict computed from the
+Monte Carlo standard errors (or a stated tolerance). `dpjax reproduce --all --out DIR` runs them all;
+long ones resume where they stopped. These pages are rendered from the committed JSON files in
+`benchmarks/results/` when the docs are built: the last column says whether a file was produced by
+the code of this version of dpjax.
+
+"""
+
+
+def on_files(files, config):
+    from dpjax.reproduce import REGISTRY, render_markdown, summary_table
+
+    for name in REGISTRY:
+        path = RESULTS / f"{name}.json"
+        if not path.exists():
+            continue
+        payload = json.loads(path.read_text())
+        files.append(File.generated(config, f"results/{name}.md", content=render_markdown(payload)))
+        for png in payload.get("figures", []):
+            files.append(File.generated(config, f"results/{png}", abs_src_path=str(RESULTS / png)))
+    notes = "\n\nWhere dpjax differs from a seed, and why: [notes on the seeds](../seeds.md).\n"
+    index = INTRO + summary_table(RESULTS, link="./") + notes
+    files.append(File.generated(config, "results/index.md", content=index))
+    return files
