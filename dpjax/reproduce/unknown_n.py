@@ -164,11 +164,13 @@ def regression_cells(
     noncentred_moves="auto",
     ridge_moves=0,
     likelihood="paper",
+    fixed_phi=False,
 ):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
     chains of β, τ and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model
     with n conditioned; else ReversibleJumpKernel with ``noncentred_moves`` joint (θ, n) moves.
-    ``likelihood="seed-code"``: :func:`seed_code_regression` instead of the paper's model.
+    ``likelihood="seed-code"``: :func:`seed_code_regression` instead of the paper's model;
+    ``fixed_phi``: the M-step holds Φ at its data-generating value (the seed code's MCEM).
     ``stochastic_em``: θ set to the closed-form M-step at every iteration (the chain of stochastic EM),
     not drawn from its conditional, starting from the data-generating θ and records drawn there."""
     from numpyro import handlers
@@ -179,7 +181,7 @@ def regression_cells(
 
     def theta_update(size_site, num_records=None):
         if stochastic_em:
-            return m_step_update(_capped_m_step, size_site)
+            return m_step_update(_fixed_phi_m_step if fixed_phi else _capped_m_step, size_site)
         return m.unknown_n_regression_update(num_records)
 
     delta = m.unknown_n_regression_sensitivity(2)
@@ -256,7 +258,7 @@ def _records_at(model, params, sites, rng_key, model_args):
 
 def _regression_study(
     T, eps_s, eps_n, num_warmup, num_samples, replicates, seed, summaries, progress, stochastic_em=False,
-    likelihood="paper",
+    likelihood="paper", fixed_phi=False,
 ):  # fmt: skip
     """``run_study`` of :func:`regression_cells` over ε_s × ε_n, one compilation per capacity and
     number of joint moves (ε traced); the tidy table with each row's capacity."""
@@ -484,6 +486,12 @@ def _capped_m_step(records, weights):
     return {**fit, "tau": jnp.minimum(fit["tau"], TAU_CAP)}
 
 
+def _fixed_phi_m_step(records, weights):
+    """The seed code's M-step: Φ held at its data-generating value (``state$params$phi <- diag(p)``)."""
+    fit = _capped_m_step(records, weights)
+    return {**fit, "Phi": jnp.eye(fit["Phi"].shape[-1], dtype=fit["Phi"].dtype)}
+
+
 @experiment(
     "awan-table2",
     source="Awan, Barrientos & Ju, §6.1, Table 2",
@@ -496,21 +504,37 @@ def awan_table2(quick: bool, progress: bool) -> Report:
     (ε_n = ∞: the DA sweep) with θ set to the closed-form M-step every iteration, from the
     data-generating θ; θ̂ the mean of the iterates after a 30 % burn-in; per ε_n the mean and sd of
     θ̂ over replicates."""
+    return _table2(quick, progress)
+
+
+@experiment(
+    "awan-table2-seed-code",
+    source="Awan, Barrientos & Ju, §6.1, Table 2, the estimand of the seed's code",
+    title="Table 2 as the seed's code estimates it: μ = (1, −1) and Φ held at I in the M-step",
+    full_cost="~6 min on 2 cores (25 replicates per ε_n)",
+)
+def awan_table2_seed_code(quick: bool, progress: bool) -> Report:
+    """:func:`awan_table2` with the seed code's μ = (1, −1) and Φ fixed at its true value, I (the
+    seed's "MCEM" never estimates Φ), 25 replicates per ε_n."""
+    return _table2(quick, progress, mu=CODE_MU, fixed_phi=True, replicates=25)
+
+
+def _table2(quick, progress, mu=None, fixed_phi=False, replicates=100):
     from dpjax.studies import posterior_summaries
 
     if quick:  # one compilation (one capacity), two replicates, 3 000 iterations
         eps_n, replicates, iterations = (1.0,), 2, 3_000
     else:  # the seed's 100 replicates: a batch of 50 chains per device costs little more than one of 10
-        eps_n, replicates, iterations = EPS_N, 100, 10_000
+        eps_n, iterations = EPS_N, 10_000
     num_warmup = round(0.3 * iterations)
-    _, _, T = confidential_regression_data(N)
+    _, _, T = confidential_regression_data(N, mu=mu)
     summaries = posterior_summaries(
         {"beta": ("mean",), "tau": ("mean", "quantiles", "max"), "n": ("mean",), "near_capacity": ("mean",)},
         quantiles=(0.5,),
     )
     df = _regression_study(
         T, (1.0,), eps_n, num_warmup, iterations - num_warmup, replicates, 2026, summaries, progress,
-        stochastic_em=True,
+        stochastic_em=True, fixed_phi=fixed_phi,
     )  # fmt: skip
     rows, cells = [], []
     for en, g in df.groupby("eps_n", sort=True):
@@ -543,7 +567,8 @@ def awan_table2(quick: bool, progress: bool) -> Report:
             }
         )
     return Report(
-        title="Unknown n, linear regression (Awan, Barrientos & Ju §6.1, Table 2): MLEs by stochastic EM",
+        title="Unknown n, linear regression (Awan, Barrientos & Ju §6.1, Table 2): MLEs by stochastic EM"
+        + (" — the seed code's estimand (Φ = I)" if fixed_phi else ""),
         comparison=compare(rows),
         tables={"Cells: where τ's iterates went (the data-generating τ is 1)": pd.DataFrame(cells)},
         settings={
@@ -554,10 +579,20 @@ def awan_table2(quick: bool, progress: bool) -> Report:
             "iterations": iterations,
             "burn_in": num_warmup,
             "size_moves": 100,
+            "mu": list(mu or (-1.0, 1.0)),
+            "fixed_phi": fixed_phi,
             "tau_cap": TAU_CAP,
             "capacity": {eps_label(k): v for k, v in CAPACITY.items()},
         },
-        notes=(
+        notes=_variant_note(mu, "paper")
+        + (
+            "**Φ held at I**, its data-generating value, in every M-step, as the seed's code does "
+            "(`state$params$phi <- diag(p)`; the seed's MCEM also starts with a Bayesian burn-in of a "
+            "third of its rounds, where ours starts at the data-generating θ). Fewer replicates per ε_n.\n\n"
+            if fixed_phi
+            else ""
+        )
+        + (
             f"The dataset of awan-table1 (n = {N}); per replicate a new release s = T + Laplace(9/ε_s), "
             f"ε_s = 1, n_dp = n + Laplace(1/ε_n), and one chain of {iterations:,} iterations, the first "
             f'{num_warmup:,} (30 %) discarded, as the seed\'s "MCEM chains". Each iteration is one record '
