@@ -21,7 +21,7 @@ def test_readme_reproductions_table_is_rendered_from_the_results():
     block = re.search(r"<!-- reproductions:[^>]*-->\n(.*?)\n<!-- /reproductions -->", text, re.S)
     assert block, "README.md lost its reproductions markers"
     expected = summary_table(root / "benchmarks" / "results", link="benchmarks/results/", status=False)
-    assert block.group(1) == expected, "regenerate the README's table with dpjax.reproduce.summary_table"
+    assert block.group(1) == expected, "regenerate the README's table: python docs/update_readme.py"
 
 
 def test_readme_is_short():
