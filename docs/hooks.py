@@ -24,6 +24,21 @@ the code of this version of dpjax.
 """
 
 
+STATIC = [("Guo et al., Figure 1", "results/guo-figure1.md"), ("Not reproduced, and why", "results/not-reproduced.md")]
+
+
+def on_config(config):
+    """The Results section of the nav: the index, one page per registered experiment with a results
+    file, and the static pages."""
+    from dpjax.reproduce import REGISTRY
+
+    pages = [{"Overview": "results/index.md"}]
+    pages += [{name: f"results/{name}.md"} for name in REGISTRY if (RESULTS / f"{name}.json").exists()]
+    pages += [{title: path} for title, path in STATIC]
+    config["nav"] = [{"Results": pages} if item == {"Results": "results/index.md"} else item for item in config["nav"]]
+    return config
+
+
 def on_files(files, config):
     from dpjax.reproduce import REGISTRY, render_markdown, summary_table
 
