@@ -287,7 +287,7 @@ def test_negative_sigma_and_bad_inputs():
     with pytest.raises(ValueError, match="`m`"):
         predictive_release(jax.random.key(0), x, 0, 0.5, 1.0)
     with pytest.raises(ValueError, match="at least twice"):
-        delta_tilde(jax.random.key(0), [0.1, 0.1, 0.3], 5, 0.0, 1.0, 1.0)
+        delta_tilde(jax.random.key(0), [0.1, 0.1, 0.3], 5, 0.5, 1.0, 1.0)
     with pytest.raises(ValueError, match="epsilon"):
         delta_tilde(jax.random.key(0), x, 5, 0.0, 1.0, 0.0)
 
@@ -506,3 +506,22 @@ def test_baselines_document_that_they_are_simulation_only():
     for mech in (perturbed_histogram, smoothed_histogram, dirichlet_multinomial):
         doc = " ".join(mech.__doc__.split())
         assert "Simulation-only" in doc and "not for publishing" in doc, mech.__name__
+
+
+def test_delta_tilde_at_sigma_0_takes_values_seen_once():
+    """Corollary 4.1 extends to values seen once: at ε = 30 every other condition holds, so δ̃ is the
+    chance that the Pólya urn redraws one of them in m steps."""
+    from dpjax.synthetic import delta_tilde, partition
+
+    eps = [0.5, 1.0, 30.0]
+    x = np.repeat(np.linspace(0.05, 0.95, 8), [2, 3, 5, 8, 10, 12, 20, 40])
+    key = jax.random.key(3)
+    # three values seen once: at ε = 30 every other condition holds, so δ̃ is the chance that the
+    # Pólya urn redraws one of them in m steps, 1 − Π_{i<m} (1 − k₁/(θ + n + i)) at σ = 0
+    p = partition(np.concatenate([x, [0.11, 0.22, 0.33]]))
+    n, k1, m, theta, draws = p.counts.sum(), 3, 30, 2.0, 4000
+    exact = 1 - np.prod(1 - k1 / (theta + n + np.arange(m)))
+    for hist in (False, True):
+        got = delta_tilde(key, p, m, 0.0, theta, eps, num_draws=draws, histogram=hist).delta
+        assert abs(got[-1] - exact) < 4 * np.sqrt(exact * (1 - exact) / draws), (hist, got, exact)
+        assert np.all(np.diff(got) <= 0)  # δ̃ falls with ε

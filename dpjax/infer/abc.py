@@ -548,7 +548,8 @@ def exact_abc(
     run = lambda carry, limit: compiled(carry, limit, spec.placeholders, max_log_eta)
 
     buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + jnp.shape(v), jnp.result_type(v)), proto)
-    carry = (rng_key, buffer, jnp.array(0), jnp.array(0), jnp.array(0))
+    zero = jnp.zeros((), jnp.int_)  # strongly typed, as the loop returns it: one compilation
+    carry = (rng_key, buffer, zero, zero, zero)
     start, chunk, calls, warned = time.perf_counter(), 1, 0, max_seconds is not None
     bar = tqdm(total=num_samples, desc="exact ABC", unit="draw", disable=not progress_bar, leave=False)
     while True:

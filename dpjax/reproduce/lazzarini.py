@@ -4,10 +4,7 @@ mechanisms on public stand-ins for the seed's private data (§7, Tables 7–8, F
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
@@ -64,76 +61,33 @@ def py_dataset(seed: int, sigma: float, theta: float, n: int = 500, double_singl
     return p._replace(counts=np.where(p.counts == 1, 2, p.counts)) if double_singletons else p
 
 
-@partial(jax.jit, static_argnames=("num_records", "m", "num_draws", "histogram"))
-def _held_as_drawn(key, counts, num_records, m, theta, epsilons, num_draws, histogram):
-    """`dpjax.synthetic.privacy._delta` at σ = 0 for counts that may include 1s: a value seen once
-    must not be redrawn (Sᵢ = 0, the count condition Sᵢ ≤ (e^ε − 1)(nᵢ − 1)), and its ratio
-    (nᵢ − 1)_{Sᵢ}/(nᵢ)_{Sᵢ} is then the empty product 1. Same keys and urn as ``_delta``: on data
-    without values seen once it counts the same draws."""
-    from dpjax.synthetic.pitman_yor import _urn
-    from dpjax.synthetic.privacy import _holds
-
-    j = jnp.sum(counts > 0)
-    padded = jnp.concatenate([counts, jnp.zeros(m, counts.dtype)])
-
-    def one(k):
-        _, s_all, k_total = _urn(k, counts, num_records, m, 0.0, theta)
-        s_all = s_all - padded
-        # a singleton not redrawn passes every condition as a value seen twice with S = 0 does
-        # (ratio 1, 0 ≤ e^ε − 1); a redrawn one keeps nᵢ = 1 and fails Sᵢ ≤ 0
-        checked = jnp.where((padded == 1) & (s_all == 0), 2, padded)
-        return jax.vmap(
-            lambda eps: _holds(checked, s_all, j, k_total - j, 0.0, theta, eps, (1.0, 1.0), histogram)
-        )(epsilons)
-
-    holds = jax.lax.map(jax.vmap(one), jax.random.split(key, num_draws).reshape(-1, 100))
-    return holds.reshape(num_draws, -1).sum(0)
+SEED_DRAWS = 10_000  # "N = 10000 MC iterations" for every one of Tables 1–6
 
 
-def delta_tilde_as_drawn(rng_key, data, m: int, theta: float, epsilon, *, num_draws: int, histogram=False):
-    """δ̃(ε) of Corollary 4.1 (σ = 0; Proposition 4.2 with ``histogram``) for a partition that may hold
-    values seen once, which `dpjax.synthetic.delta_tilde` refuses. At σ = 0 the theorem's events
-    extend exactly to nᵢ = 1: the neighbour that moves that record drops the value, and θ + iσ = θ
-    does not depend on the number of values, so the density ratio is the theorem's with the empty
-    product 1 for an unredrawn singleton, and a redrawn one (Sᵢ > 0) has ratio 0 (outside every
-    [e^{−ε}, e^ε]). For σ > 0 the count condition Sᵢ ≤ (e^ε − 1)(−σ) can never hold and the proof's
-    case analysis (the neighbour has one value fewer, which changes θ + jσ) is not the theorem's: no
-    bound is defined there. Returns δ̃ per ε."""
-    from dpjax.synthetic.privacy import _bucket, _epsilons
-
-    counts = np.zeros(_bucket(data.counts.size), np.int32)
-    counts[: data.counts.size] = data.counts
-    held = _held_as_drawn(
-        rng_key,
-        jnp.asarray(counts),
-        _bucket(data.counts.sum()),
-        m,
-        float(theta),
-        jnp.asarray(_epsilons(epsilon)),
-        num_draws,
-        histogram,
-    )
-    return 1.0 - np.asarray(held, dtype=np.float64) / num_draws
+def binomial_se(p, draws):
+    """The Monte Carlo error of a frequency p of ``draws`` Bernoulli draws, with p kept in
+    [1/draws, 1 − 1/draws]: no event in N draws is not an exact 0 (its error is ≈ 1/N)."""
+    p = np.clip(p, 1 / draws, 1 - 1 / draws)
+    return np.sqrt(p * (1 - p) / draws)
 
 
 def privacy_rows(table: int, est, cells: dict, ms, num_draws: int, label: str, judged: bool = True) -> list:
     """The comparison rows of one of Tables 1–6: for each (m, ε), dpjax's mean δ̃ over its D simulated
-    datasets against the seed's figure. ``est`` is (D, len(ms), len(cells)), δ̃ per dataset, m and ε
-    (in the order of ``cells``, the seed's {ε: ((δ̃, ±) for m = 50, 125, 250)}).
+    datasets against the seed's figure. ``est`` is (D, len(ms), len(cells)): δ̃ per dataset, m and ε
+    (ε in the order of ``cells``, the seed's {ε: ((δ̃, ±) for m = 50, 125, 250)}), each from
+    ``num_draws`` Monte Carlo draws.
 
-    With ``judged``, dpjax_se is the standard error of that mean, s.d./√D over the datasets (which holds
-    each δ̃'s Monte Carlo error), at least the binomial error of D·N pooled draws (so D equal δ̃ do
-    not make it 0), and seed_se the seed's ± over z = 4.89: the verdict asks whether the seed's
-    figure is the law's expected δ̃, that is whether the seed's dataset behaves like a typical
-    dataset of the stated law. Without ``judged`` (too few datasets for an s.e.) the rows carry no
-    error and get no verdict."""
+    With ``judged``, dpjax_se is the standard error of that mean, s.d./√D over the datasets (which
+    holds each δ̃'s Monte Carlo error), at least the binomial error of the D·N pooled draws (D equal
+    δ̃ do not make it 0); seed_se is the seed's ± over z = 4.89, at least the binomial error of its
+    N = 10 000 draws (its "0 ± 0" is a count of no events). The verdict asks whether the seed's figure
+    is the expected δ̃ of a dataset from the stated law. Without ``judged`` (too few datasets for an
+    s.e.) the rows carry no error and get no verdict."""
     est = np.asarray(est, dtype=float)
     num_datasets = est.shape[0]
     mean = est.mean(0)
-    pooled = num_datasets * num_draws
-    p = np.clip(mean, 1 / pooled, 1 - 1 / pooled)
     sd = est.std(0, ddof=1) if num_datasets > 1 else np.zeros_like(mean)
-    se = np.maximum(sd / np.sqrt(num_datasets), np.sqrt(p * (1 - p) / pooled))
+    se = np.maximum(sd / np.sqrt(num_datasets), binomial_se(mean, num_datasets * num_draws))
     rows = []
     for a, m in enumerate(ms):
         for i, e in enumerate(cells):
@@ -144,7 +98,7 @@ def privacy_rows(table: int, est, cells: dict, ms, num_draws: int, label: str, j
                 "seed": seed,
             }
             if judged:
-                row.update(dpjax_se=se[a, i], seed_se=pm / Z_SEED)
+                row.update(dpjax_se=se[a, i], seed_se=max(pm / Z_SEED, binomial_se(seed, SEED_DRAWS)))
             rows.append(row)
     return rows
 
@@ -202,9 +156,9 @@ def privacy(quick: bool, progress: bool) -> Report:
             est["as drawn"] = np.array(
                 [
                     [
-                        delta_tilde_as_drawn(
-                            jax.random.key(m), p, m, theta, eps, num_draws=num_draws, histogram=hist
-                        )
+                        delta_tilde(
+                            jax.random.key(m), p, m, 0.0, theta, eps, num_draws=num_draws, histogram=hist
+                        ).delta
                         for m in ms
                     ]
                     for p in drawn
@@ -284,7 +238,8 @@ def privacy(quick: bool, progress: bool) -> Report:
             num_datasets=num_datasets,
             z_seed=Z_SEED,
             quick=" Quick run: two datasets give no standard error, so no verdicts." if quick else "",
-        ),
+        )
+        + ("" if quick else PRIVACY_FINDINGS),
     )
 
 
@@ -294,7 +249,8 @@ PRIVACY_NOTES = (
     "**What is compared.** The dpjax column is the mean δ̃ over our datasets, dpjax_se the standard "
     "error of that mean (between-dataset s.d./√D, which holds each δ̃'s Monte Carlo error; at least "
     "the binomial error of the D·N pooled draws), seed_se the seed's ± divided by z = {z_seed:.3f} "
-    "(its α = 10⁻⁶ error bars). A pass says the seed's figure is the expected δ̃ of a dataset drawn "
+    "(its α = 10⁻⁶ error bars; at least the binomial error of its N = 10 000 draws, as its 0 ± 0 is "
+    "a count of no events). A pass says the seed's figure is the expected δ̃ of a dataset drawn "
     "from the stated law, i.e. its dataset behaves like a typical one; a fail says it does not. One "
     "dataset's δ̃ scatters about that mean by the between-dataset s.d. (the table below gives it with "
     "the min and max), so a single typical dataset can fail this test where the s.d. is large; the "
@@ -307,9 +263,23 @@ PRIVACY_NOTES = (
     "value from the neighbour and θ + iσ = θ does not depend on the number of values, so a value seen "
     "once must not be redrawn (Sᵢ = 0) and then adds the ratio 1. At σ > 0 (Tables 1, 2, 6) no bound "
     "is defined: the count condition Sᵢ ≤ (e^ε − 1)(nᵢ − 1 − σ) has a negative right side at "
-    "nᵢ = 1 and can never hold (read literally, δ̃ = 1 at every ε for a dataset with a singleton, as "
-    "every one of ours has), and the neighbour with one value fewer changes θ + jσ, which the "
-    "theorem's case analysis does not cover; those tables have no '(as drawn)' rows.{quick}"
+    "nᵢ = 1 and can never hold (read literally, δ̃ = 1 at every ε for a dataset with a value seen "
+    "once), and the neighbour with one value fewer changes θ + jσ, which the theorem's case analysis "
+    "does not cover; those tables have no '(as drawn)' rows.{quick}"
+)
+PRIVACY_FINDINGS = (
+    " **Findings.** With the values seen once doubled, our mean δ̃ agrees with the seed's at ε = 1 in "
+    "Table 3 (m = 50 and 250) and Table 2 (m = 50), and where both are near 0 (ε = 5 in Table 2, ε = 3 in"
+    " Table 3; near 0 the test is absolute, so Table 2 at ε = 4, m = 50 passes with 0.009 against "
+    "0.00009) or near 1 (Table 6, ε = 0.5, m = 250). Elsewhere ours is larger (but for Table 4, ε = 1, m "
+    "= 250: 0.986 against 0.9985), by far in Tables 1 and 4–6: our datasets carry many values seen once "
+    "(second table), which doubling makes values seen exactly twice, and the ratio and count conditions "
+    "fail whenever one of those is redrawn. Leaving the values seen once as drawn (σ = 0) moves δ̃ away "
+    "from the seed's, not towards it: a redrawn singleton breaks the count condition at every ε, so δ̃ "
+    "levels off at the chance of that (the '(as drawn)' rows at large ε) where the seed has 0. As drawn, "
+    "only a dataset without values seen once can give the seed's zeros at ε = 3 in Tables 3–4 and ε = 1 "
+    "in Table 5. The doubling does not cause the failures, and what makes the seed's δ̃ smaller than a "
+    "typical dataset's is not found."
 )
 
 
@@ -359,6 +329,44 @@ def _release(name, key, x, doubled, m, eps, theta, bins):
         return s.dirichlet_multinomial(key, x, m, eps).values
     fn = s.perturbed_histogram if name == "Perturbed Hist" else s.smoothed_histogram
     return fn(key, x, m, eps, bins).values
+
+
+def seed_l2_advantage(name: str) -> float:
+    """The seed's KDE L² of BNP minus that of the best other mechanism, on its own data (Tables 7–8,
+    one release each): −0.00083 on the Invalsi scores, −0.0171 on the ACS incomes."""
+    l2 = {k: v[5] for k, v in SEED_TABLES[name].items() if v[5] is not None}
+    return l2["BNP"] - min(v for k, v in l2.items() if k != "BNP")
+
+
+def bnp_against_best(name: str, scores: dict, measure: str, seed_data: str = "", seed_diff=None):
+    """BNP's distance minus that of the best other mechanism (the smallest mean), over the releases:
+    ``(row, summary)``. ``scores`` maps each mechanism to its distances, one per release (independent
+    releases, differenced in order). The row judges the seed's one-sided claim "BNP has the smallest
+    distance": dpjax = max(0, mean difference), dpjax_se = the s.e. of the mean difference, seed = 0,
+    so it fails only where BNP is worse than the best other by more than 3.29 s.e. (and has no verdict
+    from one release). ``summary`` gives the signed difference, its s.e. and z."""
+    others = [k for k in scores if k != "BNP"]
+    best = min(others, key=lambda k: np.mean(scores[k]))
+    d = np.asarray(scores["BNP"], dtype=float) - np.asarray(scores[best], dtype=float)
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else None
+    row = {
+        "quantity": f"{name}: {measure} of BNP in excess of the best other's ({best}), max(0, mean "
+        f"difference) (seed: none, BNP smallest; {seed_data})",
+        "dpjax": max(float(d.mean()), 0.0),
+        "dpjax_se": se,
+        "seed": 0.0,
+    }
+    summary = {
+        "measure": measure,
+        "best other": best,
+        "BNP mean": float(np.mean(scores["BNP"])),
+        "best other mean": float(np.mean(scores[best])),
+        "BNP − best other": float(d.mean()),
+        "s.e.": se,
+        "z": float(d.mean()) / se if se else None,
+        "the seed's, on its data (one release)": seed_diff,
+    }
+    return row, summary
 
 
 @experiment(
@@ -458,21 +466,11 @@ def utility(quick: bool, progress: bool) -> Report:
             }
             for k in MECHANISMS
         ]
-        best_l2 = min(MECHANISMS, key=lambda k: l2[k].mean())
-        best_w1 = min(MECHANISMS, key=lambda k: w1[k].mean())
         w_m = curve.set_index("m").loc[m]
+        l2_row, l2_vs = bnp_against_best(name, l2, "KDE L²", SEED_DATA[name], seed_l2_advantage(name))
+        _, w1_vs = bnp_against_best(name, w1, "W₁")
         rows += [
-            {
-                "quantity": f"{name}: BNP has the smallest mean KDE L² of the four (1 = yes; seed: "
-                f"{SEED_DATA[name]})",
-                "dpjax": float(best_l2 == "BNP"),
-                "seed": 1.0,
-                "tol": 0.0,
-            },
-            {
-                "quantity": f"{name}: BNP has the smallest mean W₁ of the four (1 = yes)",
-                "dpjax": float(best_w1 == "BNP"),
-            },
+            l2_row,
             {
                 "quantity": f"{name}: KDE L² of the BNP release (the seed's, on its data: "
                 f"{SEED_TABLES[name]['BNP'][5]})",
@@ -493,6 +491,9 @@ def utility(quick: bool, progress: bool) -> Report:
             ]
         )
         tables[f"{name}: the mechanisms at ε = {eps:g}, m = {m} ({bins} bins)"] = pd.DataFrame(mech)
+        tables[f"{name}: BNP against the best other mechanism ({num_releases} release(s) each)"] = (
+            pd.DataFrame([l2_vs, w1_vs])
+        )
         tables[f"{name}: the seed's {SEED_DATA[name]} (its data, ε = {eps_seed:g})"] = seed_tab
         tables[f"{name}: W₁ of the BNP release versus m ({reps} seeds)"] = curve
         settings[name] = {
@@ -522,11 +523,24 @@ def utility(quick: bool, progress: bool) -> Report:
             "[0, 1]) stand in for its ACS incomes, with θ = 2 as the seed. Values seen once are doubled for "
             "the BNP release only. For each: W₁ of the BNP release versus m (mean over seeds), δ̃(ε) for "
             "the chosen m, and the four mechanisms at the smallest ε of the grid with δ̃ = 0, over several "
-            "releases each. Only data-free figures (the histogram mechanisms' calibration) and the seed's "
-            "qualitative finding (BNP has the smallest L²) are judged; the numbers on the stand-ins sit "
-            "next to the seed's figures on its own data, unjudged. The seed's noise variance 0.456 is 8/ε² "
+            "releases each. Judged are the data-free figures (the histogram mechanisms' calibration) and "
+            "the seed's qualitative finding that BNP has the smallest KDE L² (§7.1–7.2, Tables 7–8). The "
+            "seed's own L² differences (BNP minus the best other: −0.00083 on Invalsi, −0.0171 on ACS) come "
+            "from one release on data we do not have, so they are not compared with ours; its claim is "
+            "one-sided and is read as such: for each stand-in, d = L²(BNP) − L²(best other mechanism) per "
+            "release, and the row's dpjax is max(0, mean d) with the s.e. of mean d against seed 0. It "
+            "fails only where BNP is worse than the best other by more than 3.29 s.e.; a pass does not say "
+            "that BNP is significantly better: the table 'BNP against the best other mechanism' gives "
+            "mean d, its s.e. and z (for W₁ too, which the seed does not tabulate). The other numbers on "
+            "the stand-ins sit next to the seed's figures on its own data, unjudged. The seed's noise "
+            "variance 0.456 is 8/ε² "
             "at ε ≈ 4.19; 8/4.2² = 0.4535."
-            + (" Quick run: no δ̃ grid; the mechanisms are compared at the seed's ε." if quick else "")
+            + (
+                " Quick run: no δ̃ grid; the mechanisms are compared at the seed's ε, one release each, "
+                "so the BNP rows have no s.e. and no verdict."
+                if quick
+                else ""
+            )
         ),
     )
 

@@ -57,11 +57,11 @@ class DeltaEstimate(NamedTuple):
 
 
 def _check_counts(counts, sigma):
-    if np.any(counts < 2):
+    if sigma > 0 and np.any(counts < 2):
         raise ValueError(
-            "Theorem 4.1 needs every observed value to appear at least twice (nᵢ > 1); some appear "
-            "once. Double them (as the seed does for its income data) or merge rare values before "
-            "releasing."
+            "Theorem 4.1 needs every observed value to appear at least twice (nᵢ > 1) when sigma > 0; "
+            "some appear once. Double them (as the seed does for its income data) or merge rare values "
+            "before releasing (at sigma = 0, Corollary 4.1, values seen once are allowed)."
         )
     if sigma < 0:
         raise ValueError("`sigma` must be in [0, 1) here; for sigma < 0 use `negative_sigma_epsilon`.")
@@ -95,8 +95,11 @@ def _delta(key, counts, num_records, m, sigma, theta, epsilons, num_draws, densi
     def one(k):
         _, s_all, k_total = _urn(k, counts, num_records, m, sigma, theta)
         s_all = s_all - padded
+        # σ = 0 only (σ > 0 refuses them): a value seen once that is not redrawn passes as a value seen
+        # twice with S = 0 (ratio 1); a redrawn one keeps nᵢ = 1 and fails the count condition Sᵢ ≤ 0
+        checked = jnp.where((padded == 1) & (s_all == 0), 2, padded)
         return jax.vmap(
-            lambda eps: _holds(padded, s_all, j, k_total - j, sigma, theta, eps, density_bounds, histogram)
+            lambda eps: _holds(checked, s_all, j, k_total - j, sigma, theta, eps, density_bounds, histogram)
         )(epsilons)
 
     holds = jax.lax.map(jax.vmap(one), random.split(key, num_draws).reshape(-1, 100))  # batches of 100
@@ -135,6 +138,11 @@ def delta_tilde(
     (Theorem 4.1; Corollary 4.1 at σ = 0; Proposition 4.2 with ``histogram=True``). The release
     is instance-level (ε, δ)-DP for every δ > δ̃(ε). ``density_bounds`` = (C₁, C₂) bound H's density
     (1, 1 for the uniform on [0, 1]ʳ). ``epsilon`` may be a grid; one set of draws serves all.
+
+    Theorem 4.1 needs every observed value seen at least twice when σ > 0 (else a ``ValueError``). At
+    σ = 0 (Corollary 4.1) its events extend exactly to values seen once: the neighbour that moves that
+    record drops the value and θ + iσ = θ does not change, so an unredrawn singleton has ratio 1 and a
+    redrawn one (Sᵢ > 0) breaks the bound at every ε.
 
     >>> import jax, numpy as np
     >>> x = np.repeat(np.linspace(0.05, 0.95, 10), 50)  # 10 values, 50 records each
