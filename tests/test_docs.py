@@ -16,7 +16,9 @@ def test_docs_build_strict(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")
     pytest.importorskip("markdown_exec")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
+    # conftest's XLA flags (cheap compiles) and compilation cache, less its virtual devices (as test_quick)
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f)
+    env = {**os.environ, "XLA_FLAGS": flags, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
     site = tmp_path / "site"
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml")]
     run = subprocess.run(
