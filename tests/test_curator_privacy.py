@@ -32,7 +32,7 @@ SECRET = "7654321"  # a confidential number that must not come back in any messa
             1.0,
         ),
         lambda: comp.censored_mean_log(np.array([[0.2, 0.8], [-0.7654321, 1.7654321]]), 0.01),
-        lambda: syn.delta_tilde(jax.random.key(0), [7654321.0, 1.0, 1.0], 5, 0.0, 1.0, 1.0),
+        lambda: syn.delta_tilde(jax.random.key(0), [7654321.0, 1.0, 1.0], 5, 0.5, 1.0, 1.0),
         lambda: syn.predictive_release(jax.random.key(0), [7654321.0, np.nan], 5, 0.0, 1.0),
     ],
     ids=["nonint-release", "nan-array", "dg-nonint", "dpss-row-sum", "negative-part", "singletons", "py-nan"],
