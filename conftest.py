@@ -73,7 +73,11 @@ SLOW_TESTS = (
         for name in (
             "awan-atus",
             "awan-table1",
+            "awan-table1-code-mu",
+            "awan-table1-seed-code",
             "awan-table2",
+            "awan-table2-seed-code",
+            "awan-table4-code-mu",
             "gong-abc",
             "gong-lalonde",
             "gong-mcem",
