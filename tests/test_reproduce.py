@@ -212,3 +212,16 @@ def test_atus_verdicts_judge_the_sd_of_n_wherever_n_varies():
     assert table["ε_s=10, ε_n=0.1: posterior sd of n / oracle sd"] == "fail"
     assert table["ε_s=10, ε_n=0.01: posterior sd of n / oracle sd"] == "pass"
     assert not any("ε_n=10: posterior sd of n" in q for q in table.index)  # n hardly moves there
+
+
+def test_awan_table2_seed_code_holds_phi_at_the_identity():
+    """The seed code's Table 2 variant reaches the fixed-Φ M-step (its wiring once dropped the flag)."""
+    import jax.numpy as jnp
+
+    from dpjax.reproduce import unknown_n as un
+
+    records = {"x": jnp.ones((1, 4, 2)) + jnp.arange(8.0).reshape(1, 4, 2) ** 2, "y": jnp.arange(4.0)[None]}
+    fit = un._fixed_phi_m_step(records, jnp.ones(1))
+    assert jnp.allclose(fit["Phi"], jnp.eye(2))
+    source = __import__("inspect").getsource(un._regression_study)
+    assert "fixed_phi=fixed_phi" in source.split("regression_cells(")[1].split(")")[0]

@@ -279,6 +279,7 @@ def _regression_study(
             stochastic_em,
             noncentred_moves=moves,
             likelihood=likelihood,
+            fixed_phi=fixed_phi,
         )
         df = run_study(
             cell,
@@ -289,6 +290,7 @@ def _regression_study(
             progress_bar=progress,
             out=study_table(
                 f"{'stochastic-em' if stochastic_em else 'rjmcmc'}-{capacity}-{moves}-{likelihood}"
+                f"{'-fixed-phi' if fixed_phi else ''}"
             ),
         )
         frames.append(df.assign(capacity=N if capacity is None else capacity))
