@@ -323,3 +323,20 @@ def test_an_unknown_n_comes_back_with_its_posterior_draws():
     n = np.asarray(out.samples["n"], float)
     for got, exact in ((n, pmf @ np.arange(cap + 1)), (np.asarray(out.samples["p"]), mean_p)):
         assert abs(got.mean() - exact) < 4 * got.std() / np.sqrt(got.size), (got.mean(), exact)
+
+
+def test_exact_abc_compiles_its_loop_once(caplog):
+    """The loop's counters start strongly typed, as the loop returns them: a run of several calls
+    compiles once (weakly typed zeros made the second call recompile, ~20 s, and skewed the speed
+    estimate behind SlowABCWarning)."""
+    import logging
+
+    from dpjax.models import poisson_count
+
+    with jax.log_compiles(True), caplog.at_level(logging.WARNING, logger="jax"):
+        out = exact_abc(  # 0.64 % acceptance: several calls of growing chunks
+            jax.random.key(0), poisson_count, jnp.asarray(75.0), jnp.array(37.4), num_samples=3000,
+            batch_size=100_000, progress_bar=False,
+        )  # fmt: skip
+    assert out.samples["theta"].shape == (3000,)
+    assert sum("Compiling jit(run)" in r.getMessage() for r in caplog.records) == 1
