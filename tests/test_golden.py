@@ -2,10 +2,10 @@
 
 A guard for refactors of the engines' interior: a change that keeps every random split and every
 floating-point operation in order keeps these draws to the bit. Where a change must reorder the splits,
-re-pin in that commit (``GOLDEN_REPIN=1 pytest -n 0 tests/test_golden.py``) and show in the same commit that the exact-answer
-tests still pass. The pins hold for the JAX, jaxlib and NumPyro versions and the XLA flags (the test session's, from
-``conftest.py``) recorded with them: XLA may fuse differently under others, so there the test skips and
-says so.
+re-pin in that commit (``GOLDEN_REPIN=1 pytest -n 0 tests/test_golden.py``) and show in the same commit
+that the exact-answer tests still pass. The pins hold for the JAX, jaxlib and NumPyro versions and the
+XLA flags (the test session's, from ``conftest.py``) recorded with them: XLA may fuse differently under
+others, so there the test skips and says so.
 """
 
 import json
@@ -126,21 +126,51 @@ CASES = {
     ),
     "rj_nuts": lambda: _mcmc(ReversibleJumpKernel(bernoulli_size), 11.3, 25.6),
     "pm": lambda: _mcmc(PseudoMarginalABC(bernoulli, num_simulations=8), 12.3),
-    "exact_abc": lambda: exact_abc(
-        jax.random.key(7), discrete_bernoulli, 12.0, num_samples=15, batch_size=500, progress_bar=False
-    ).samples,
-    "mcem_importance": lambda: mcem(
-        jax.random.key(7), bernoulli, {"p": 0.8}, 12.3, e_step="importance", num_particles=(200, 400),
-        tolerances=(1e-1, 1e-2), max_iterations=6, m_step=bernoulli_m_step, progress_bar=False,
-    ).history,  # fmt: skip
-    "mcem_mcmc": lambda: mcem(
-        jax.random.key(7), bernoulli, {"p": 0.8}, 12.3, e_step="mcmc", num_particles=(200, 400),
-        tolerances=(1e-1, 1e-2), max_iterations=6, m_step=bernoulli_m_step, progress_bar=False,
-    ).history,  # fmt: skip
-    "stochastic_em": lambda: stochastic_em(
-        jax.random.key(7), bernoulli, {"p": 0.5}, 12.3, m_step=_sem_m_step, num_iterations=40,
-        num_chains=2, progress_bar=False,
-    ).samples,  # fmt: skip
+    "exact_abc": lambda: (
+        exact_abc(
+            jax.random.key(7), discrete_bernoulli, 12.0, num_samples=15, batch_size=500, progress_bar=False
+        ).samples
+    ),
+    "mcem_importance": lambda: (
+        mcem(
+            jax.random.key(7),
+            bernoulli,
+            {"p": 0.8},
+            12.3,
+            e_step="importance",
+            num_particles=(200, 400),
+            tolerances=(1e-1, 1e-2),
+            max_iterations=6,
+            m_step=bernoulli_m_step,
+            progress_bar=False,
+        ).history
+    ),  # fmt: skip
+    "mcem_mcmc": lambda: (
+        mcem(
+            jax.random.key(7),
+            bernoulli,
+            {"p": 0.8},
+            12.3,
+            e_step="mcmc",
+            num_particles=(200, 400),
+            tolerances=(1e-1, 1e-2),
+            max_iterations=6,
+            m_step=bernoulli_m_step,
+            progress_bar=False,
+        ).history
+    ),  # fmt: skip
+    "stochastic_em": lambda: (
+        stochastic_em(
+            jax.random.key(7),
+            bernoulli,
+            {"p": 0.5},
+            12.3,
+            m_step=_sem_m_step,
+            num_iterations=40,
+            num_chains=2,
+            progress_bar=False,
+        ).samples
+    ),  # fmt: skip
 }
 
 
@@ -157,7 +187,8 @@ def _setup() -> dict:
     import jaxlib
 
     flags = sorted(os.environ.get("XLA_FLAGS", "").split())
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpyro": numpyro.__version__, "xla_flags": flags}
+    versions = {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpyro": numpyro.__version__}
+    return {**versions, "xla_flags": flags}
 
 
 def _pins() -> dict:

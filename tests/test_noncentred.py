@@ -348,8 +348,8 @@ def test_registered_noise_representation_gives_exact_moves_for_a_new_family():
 def test_random_walk_adapts_a_dense_covariance():
     """The random-walk moves learn the covariance of θ, off-diagonal included (a ridge off the axes,
     as the ATUS α at ε_s = 1): after warmup the proposal's covariance is step² × that of the draws."""
+    from dpjax.infer.mh import adapt, proposal_cholesky, proposer
     from dpjax.infer.noncentred import init_nc_state
-    from dpjax.infer.rwm import adapt, proposal_cholesky, proposer
 
     cov = jnp.array([[1.0, 0.98], [0.98, 1.0]])
     draws = jax.random.multivariate_normal(jax.random.key(0), jnp.zeros(2), cov, (4000,))

@@ -548,7 +548,8 @@ def exact_abc(
     run = lambda carry, limit: compiled(carry, limit, spec.placeholders, max_log_eta)
 
     buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + jnp.shape(v), jnp.result_type(v)), proto)
-    zero = jnp.zeros((), jnp.int_)  # strongly typed, as the loop returns it: one compilation
+    # strongly typed, as the loop returns it (one compilation); canonical: no int64 request under x32
+    zero = jnp.zeros((), jax.dtypes.canonicalize_dtype(jnp.int_))
     carry = (rng_key, buffer, zero, zero, zero)
     start, chunk, calls, warned = time.perf_counter(), 1, 0, max_seconds is not None
     bar = tqdm(total=num_samples, desc="exact ABC", unit="draw", disable=not progress_bar, leave=False)

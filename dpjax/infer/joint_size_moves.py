@@ -36,11 +36,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from blackjax.adaptation.mass_matrix import WelfordAlgorithmState, welford_algorithm
+from blackjax.adaptation.mass_matrix import WelfordAlgorithmState
 from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro.distributions import biject_to
 
+from .mh import accept, welford_update
 from .noncentred import noise_of, unconstrained_target
 
 __all__ = ["JointState", "init_joint_state", "joint_size_moves"]
@@ -52,7 +53,6 @@ RIDGE_ACCEPT = 0.44
 #: the most chord-Newton iterations of a ridge move's solve (a move whose solve has not converged
 #: by then is refused)
 MAX_ITERATIONS = 30
-_, _welford_update, _ = welford_algorithm(is_diagonal_matrix=False)
 
 
 class JointState(NamedTuple):
@@ -160,21 +160,14 @@ def joint_size_moves(
         # a proposal beyond the capacity counts as blocked only if it would pass at the capacity with
         # n*'s prior: one that n's prior alone would refuse is no sign of a truncated posterior
         log_capped = lp_star - lp + log_prior_n(n_star) - log_prior_at_capacity
-        log_alpha = jnp.nan_to_num(jnp.where(beyond, -jnp.inf, lp_star - lp), nan=-jnp.inf)
-        log_u = jnp.log(random.uniform(k2))
-        accept = enabled & jnp.isfinite(lp) & (log_u < log_alpha)
-        pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accept, x, y), a, b)
-        would_pass = enabled & jnp.isfinite(lp) & beyond & support(n_star) & (log_u < log_capped)
-        blocked = blocked + would_pass.astype(blocked.dtype)
-        carry = (
-            jnp.where(accept, phi_star, phi),
-            jnp.where(accept, n_star, n),
-            jnp.where(accept, lp_star, lp),
-            pick(theta_star, theta),
-            pick(recs_star, recs),
-            blocked,
-        )
-        return carry, jnp.where(jnp.isfinite(lp), jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
+        allowed = enabled & jnp.isfinite(lp)
+        log_alpha = jnp.where(beyond, -jnp.inf, lp_star - lp)
+        proposal = (phi_star, n_star, lp_star, theta_star, recs_star)
+        new, info = accept(k2, log_alpha, proposal, carry[:5], allowed)
+        # the same uniform: would the proposal have passed at the capacity?
+        _, capped = accept(k2, log_capped, (), (), allowed & beyond & support(n_star))
+        blocked = blocked + capped.accepted.astype(blocked.dtype)
+        return (*new, blocked), info.accept_prob
 
     lp0 = log_density(phi, n, releases=False)[0] + log_eta
     init = (phi, jnp.asarray(n), lp0, theta, buffer, jnp.zeros((), jnp.int32))
@@ -193,7 +186,7 @@ def joint_size_moves(
         log_ridge = jnp.where(learn, log_ridge + gain * (ridge_rate - RIDGE_ACCEPT), log_ridge)
     phi, n, _, theta, records, blocked = carry
     # adapt the step (Robbins–Monro on the acceptance rate) and the covariance of (φ, n), warmup only
-    welford = _welford_update(
+    welford = welford_update(
         WelfordAlgorithmState(state.mean, state.m2, state.count), jnp.append(phi, n.astype(phi.dtype))
     )
     keep = lambda new, old: jnp.where(learn, new, old)
@@ -250,15 +243,16 @@ def _ridge_moves(rng_key, carry, num_moves, log_sigma, statistic, log_density, c
         )
         lp_star, theta_star, recs_star = log_density(phi_star, n_star)
         volume = jnp.linalg.slogdet(jac)[1] - jnp.linalg.slogdet(jac_star)[1]
-        log_alpha = jnp.nan_to_num(lp_star - lp + volume, nan=-jnp.inf)
-        log_alpha = jnp.where(inside & returns, log_alpha, -jnp.inf)
-        accept = enabled & jnp.isfinite(lp) & (jnp.log(random.uniform(k2)) < log_alpha)
+        log_alpha = jnp.where(inside & returns, jnp.nan_to_num(lp_star - lp + volume, nan=-jnp.inf), -jnp.inf)
         blocked = blocked + (enabled & (n + k > capacity) & support(n + k)).astype(blocked.dtype)
-        pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accept, x, y), a, b)
-        new = pick((phi_star, n_star, lp_star, theta_star, recs_star), (phi, n, lp, theta, recs))
-        return ((*new, blocked), pick((goal_star, jac_star), (goal, jac))), jnp.where(
-            jnp.isfinite(lp), jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0
+        (new, solved), info = accept(
+            k2,
+            log_alpha,
+            ((phi_star, n_star, lp_star, theta_star, recs_star), (goal_star, jac_star)),
+            ((phi, n, lp, theta, recs), (goal, jac)),
+            enabled & jnp.isfinite(lp),
         )
+        return ((*new, blocked), solved), info.accept_prob
 
     start = value_and_jacobian(phi0, carry[1])  # (ReversibleJumpKernel checks dim S = dim φ)
     (carry, _), probs = jax.lax.scan(move, (carry, start), random.split(rng_key, num_moves))

@@ -25,7 +25,7 @@ widened the stretch of n one iteration's ridge moves can cover from sd 17–20 t
 (``lab/atus_ridge_curve.py``); over 8 000 records with α = (1.2, 2.5, 20) a 30 % move
 changes Σ log q by −6.9 nats at m = 0 and by −0.19 at m = 4 (float32; ``tests/test_noncentred.py``).
 ``noncentred_moves="auto"`` includes them since the moves adapt a dense covariance
-(:mod:`dpjax.infer.rwm`): where the release pins the ratios of α but hardly its scale, the θ-step of
+(:mod:`dpjax.infer.mh`): where the release pins the ratios of α but hardly its scale, the θ-step of
 plain DA crawls along that ridge and these moves cross it. Measured with m = 0 (2 chains × 2 000
 draws): DPMCMC at n = 1 000, ε₁ = 0.375, α = (2.2, 3.3, 4.4) (``benchmarks/dpmcmc_mixing.py``,
 float32), ESS of α 3–4 without them (a posterior sd of α₁ of 1.1 where the mixing chains give 2.8)
@@ -62,7 +62,7 @@ from numpyro.infer.util import log_density
 from numpyro.primitives import Messenger
 
 from ..primitives import INFER_KEY
-from .rwm import adapt, empty_moments, proposer
+from .mh import accept, adapt, empty_moments, proposer
 from .samplers import log_gamma, uniform
 
 __all__ = [
@@ -452,17 +452,9 @@ def noncentred_moves(
         k1, k2 = random.split(key)
         prop = propose(k1, flat)
         lp_new, theta_new, recs_new = log_density(prop)
-        log_alpha = jnp.nan_to_num(lp_new - lp, nan=-jnp.inf)
         # no move from outside the exact region (lp = -inf): its noise u would be inexact
-        accept = jnp.isfinite(lp) & (jnp.log(random.uniform(k2)) < log_alpha)
-        pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accept, x, y), a, b)
-        carry = (
-            jnp.where(accept, prop, flat),
-            jnp.where(accept, lp_new, lp),
-            pick(theta_new, theta),
-            pick(recs_new, recs),
-        )
-        return carry, jnp.where(jnp.isfinite(lp), jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
+        carry, info = accept(k2, lp_new - lp, (prop, lp_new, theta_new, recs_new), carry, jnp.isfinite(lp))
+        return carry, info.accept_prob
 
     lp0 = log_density(flat, releases=False)[0] + log_eta
     (flat, _, theta, records), probs = jax.lax.scan(

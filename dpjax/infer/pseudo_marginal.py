@@ -25,7 +25,7 @@ from numpyro.distributions import biject_to
 from ..primitives import simulate
 from .abc import _spec
 from .chains import PerChainKernel, check_init_params, records_hidden, report_at_end_of_warmup, report_now
-from .rwm import adapt, empty_moments, proposer
+from .mh import accept, adapt, empty_moments, proposer
 
 __all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
 
@@ -324,10 +324,9 @@ class PseudoMarginalABC(PerChainKernel):
         records = self._select(random.fold_in(k_est, 1), log_w, sims)
         log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
         log_alpha = log_prior + log_jac + log_lik - state.log_prior - state.log_lik
-        log_alpha = jnp.nan_to_num(log_alpha, nan=-jnp.inf)
-        accept = jnp.log(random.uniform(k_acc)) < log_alpha
-        pick = lambda new, old: jax.tree.map(lambda a, b: jnp.where(accept, a, b), new, old)
-        rate = jnp.exp(jnp.minimum(log_alpha, 0.0))
+        _, info = accept(k_acc, log_alpha, (), ())
+        pick = lambda new, old: jax.tree.map(lambda a, b: jnp.where(info.accepted, a, b), new, old)
+        rate = info.accept_prob
         # running mean of the acceptance probability, restarted when sampling begins
         n_mean = jnp.where(state.i < self._num_warmup, state.i, state.i - self._num_warmup) + 1.0
         mean_rate = state.mean_accept_prob + (rate - state.mean_accept_prob) / n_mean

@@ -22,7 +22,7 @@ ATUS_N = 6_656
 #: otherwise), the records held through their Dirichlet transport map: at ε_s = 1 the posterior of α
 #: is a thin ridge along its scale (s pins the ratios, not the scale), where the DA θ-step crawls
 #: (ESS of α₁ 11 per 2 000 draws, sd 1.18 against the oracle's 1.44) and dense random-walk moves
-#: cross it (ESS 283 per 3 000, sd 1.47; `dpjax/infer/rwm.py`)
+#: cross it (ESS 283 per 3 000, sd 1.47; `dpjax/infer/mh.py`)
 MOVES = {"noncentred_moves": 5}
 #: and at ε_n ≤ RIDGE_EPS_N ridge moves of (α, n) (ReversibleJumpKernel)
 RIDGE_MOVES = {**MOVES, "ridge_moves": 3}

@@ -1,6 +1,8 @@
-"""Adaptive random-walk Metropolis on unconstrained θ, shared by the non-centred moves and the
-pseudo-marginal ABC kernel: a Robbins–Monro step size on a target acceptance rate and BlackJAX's
-Welford estimate of the covariance (regularised as Stan and BlackJAX do), both frozen after warmup.
+"""Metropolis–Hastings pieces, one copy for every engine: the accept step (as BlackJAX's
+``static_binomial_sampling``, with a NaN ratio read as a refusal) and the adaptive random walk on
+unconstrained θ of the non-centred moves, the joint (θ, n) moves and the pseudo-marginal ABC kernel: a
+Robbins–Monro step size on a target acceptance rate and BlackJAX's Welford estimate of the covariance
+(regularised as Stan and BlackJAX do), both frozen after warmup.
 
 The covariance is dense: posteriors of a few parameters are often thin ridges off the axes. On the
 ATUS compositions with n known at ε_s = 1, s pins the ratios of the Dirichlet α but hardly its scale;
@@ -9,11 +11,43 @@ per-coordinate variance 17 per 3 000, and with the dense one 190–225 per 2 000
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
 import jax.numpy as jnp
 from blackjax.adaptation.mass_matrix import WelfordAlgorithmState, welford_algorithm
 from jax import random
 
-_, _welford_update, _ = welford_algorithm(is_diagonal_matrix=False)  # BlackJAX's, as in its window adaptation
+__all__ = ["MHInfo", "accept", "adapt", "empty_moments", "proposal_cholesky", "proposer", "welford_update"]
+
+#: BlackJAX's Welford update of (mean, m2, count), as in its window adaptation
+_, welford_update, _ = welford_algorithm(is_diagonal_matrix=False)
+
+
+class MHInfo(NamedTuple):
+    """One Metropolis–Hastings decision: whether the proposal was taken, and min(1, α) (0 where the
+    move was not allowed)."""
+
+    accepted: jax.Array
+    accept_prob: jax.Array
+
+
+def accept(rng_key, log_alpha, new, old, allowed=True):
+    """Metropolis–Hastings: ``new`` (a pytree) with probability min(1, exp(``log_alpha``)), else ``old``.
+
+    A NaN ratio counts as −inf (a proposal whose density cannot be evaluated is refused); where
+    ``allowed`` is False the move is refused outright (e.g. from a state outside an exact region).
+    Returns ``(state, MHInfo)``.
+
+    >>> import jax, jax.numpy as jnp
+    >>> state, info = accept(jax.random.key(0), jnp.array(jnp.nan), 1.0, 0.0)
+    >>> float(state), bool(info.accepted), float(info.accept_prob)
+    (0.0, False, 0.0)
+    """
+    log_alpha = jnp.nan_to_num(log_alpha, nan=-jnp.inf)
+    accepted = allowed & (jnp.log(random.uniform(rng_key)) < log_alpha)
+    state = jax.tree.map(lambda a, b: jnp.where(accepted, a, b), new, old)
+    return state, MHInfo(accepted, jnp.where(allowed, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0))
 
 
 def empty_moments(dim: int, dtype):
@@ -42,7 +76,7 @@ def adapt(state, flat, rate, num_warmup, target):
     with acceptance probability ``rate``; adaptation stops after ``num_warmup`` iterations."""
     warm = state.i < num_warmup
     gain = (state.i + 1.0) ** -0.6
-    mean, m2, count = _welford_update(WelfordAlgorithmState(state.mean, state.m2, state.count), flat)
+    mean, m2, count = welford_update(WelfordAlgorithmState(state.mean, state.m2, state.count), flat)
     keep = lambda new, old: jnp.where(warm, new, old)
     return state._replace(
         i=state.i + 1,
