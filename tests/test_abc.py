@@ -137,9 +137,9 @@ def test_huge_max_proposals_do_not_overflow():
         max_proposals=10**30, progress_bar=False,
     )  # fmt: skip
     assert out.samples["theta"].shape == (50,)
-    from dpjax.infer.abc import _positive_whole
+    from dpjax._validate import positive_int
 
-    assert _positive_whole(1.5e9, "max_proposals") == 1_500_000_000 and _positive_whole(np.int64(7), "x") == 7
+    assert positive_int(1.5e9, "max_proposals") == 1_500_000_000 and positive_int(np.int64(7), "x") == 7
 
 
 def test_param_sites_and_models_without_theta_are_refused():

@@ -148,9 +148,9 @@ def test_cached_calls_give_the_same_results():
 
 
 def test_the_cache_is_bounded(monkeypatch):
-    from dpjax.infer import abc
+    from dpjax.infer import _compile
 
-    monkeypatch.setattr(abc, "CACHE_SIZE", 1)
+    monkeypatch.setattr(_compile, "CACHE_SIZE", 1)
     for _ in range(2):
         model, _ = counting_model()  # a new model each time: a new key
         exact_abc(
@@ -162,7 +162,7 @@ def test_the_cache_is_bounded(monkeypatch):
             vectorize=False,
             progress_bar=False,
         )
-        assert len(abc._CACHE) == 1
+        assert len(_compile.CACHE) == 1
 
 
 def test_a_model_that_needs_a_concrete_array_argument_falls_back_to_closing_over_it():

@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -25,7 +23,9 @@ from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
+from .._validate import positive_int
 from ..primitives import INFER_KEY, SiteRoles, depends_on, record_statistics, simulate, site_roles
+from ._compile import SplitArgs, avals, compiled, memo, split_args
 from .samplers import count_true, fast_distribution, fast_sampling, uniform
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
@@ -60,7 +60,7 @@ class ISResult(NamedTuple):
     ess: float
 
 
-class _Spec(NamedTuple):
+class PriorSpec(NamedTuple):
     trace: dict  # a prototype trace
     roles: SiteRoles
     privatized: list
@@ -69,7 +69,9 @@ class _Spec(NamedTuple):
     placeholders: dict  # latent record values, to substitute when T is simulated directly
 
 
-def _spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> _Spec:
+def prior_spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> PriorSpec:
+    """What the engines that simulate θ from its prior (exact ABC, importance ABC, PseudoMarginalABC)
+    read from the model, with their refusals (a `numpyro.param`, no θ, an improper prior)."""
     tr = prototype_trace(model, random.key(0), model_args, model_kwargs)  # copes with improper sites
     roles = site_roles(tr)
     params = [k for k, s in tr.items() if s["type"] == "param"]
@@ -91,89 +93,8 @@ def _spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> _Spec:
         info.mechanism.max_log_density(jnp.shape(tr[n]["value"])) for n, info in roles.privatized
     )
     placeholders = {n: tr[n]["value"] for n in roles.latent_records}
-    return _Spec(tr, roles, [n for n, _ in roles.privatized], list(roles.theta), max_log_eta, placeholders)
-
-
-# Compile once: the engines' jitted functions are cached at module level, keyed by what fixes the
-# traced program (the model, static settings, the structure / shapes / dtypes of the array arguments
-# and the values of the non-array ones, e.g. plate sizes). Array leaves of the model arguments (the
-# release, data) are traced arguments, so a new release value reuses the compilation.
-CACHE_SIZE = 32
-_CACHE: OrderedDict = OrderedDict()
-_UNTRACEABLE = object()  # cached marker: this key's model needs concrete array arguments
-_TRACER_ERRORS = (
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerArrayConversionError,
-    jax.errors.TracerBoolConversionError,
-    jax.errors.TracerIntegerConversionError,
-)
-
-
-class _Args(NamedTuple):
-    """Model arguments split into traced array leaves and a hashable static remainder."""
-
-    dynamic: list  # the array leaves, passed to the compiled function as arguments
-    key: tuple | None  # the static part (None: not hashable, so not cacheable)
-    rebuild: Callable  # dynamic leaves -> (model_args, model_kwargs)
-
-
-def _avals(leaves):
-    return tuple((jnp.shape(x), jnp.result_type(x), getattr(x, "weak_type", False)) for x in leaves)
-
-
-def _split_args(model_args, model_kwargs) -> _Args:
-    leaves, treedef = jax.tree.flatten((tuple(model_args), dict(model_kwargs)))
-    mask = tuple(isinstance(x, jax.Array | np.ndarray) for x in leaves)
-    dynamic = [x for x, m in zip(leaves, mask) if m]
-    static = [x for x, m in zip(leaves, mask) if not m]
-
-    def rebuild(dyn):
-        dyn, st = iter(dyn), iter(static)
-        args, kwargs = jax.tree.unflatten(treedef, [next(dyn) if m else next(st) for m in mask])
-        return args, kwargs
-
-    key = (treedef, mask, tuple((type(x), x) for x in static), _avals(dynamic))
-    try:
-        hash(key)
-    except TypeError:
-        key = None
-    return _Args(dynamic, key, rebuild)
-
-
-def _compiled(key, build, dynamic):
-    """``call(*args)`` running ``build(traced=True)(*args, dynamic)``, the jitted function cached under
-    ``key``. A model that needs concrete array arguments (a tracer error while compiling) falls back to
-    ``build(traced=False)``, which closes over them and compiles per call, as before caching."""
-    fn = None
-    if key is not None:
-        try:
-            fn = _CACHE.pop(key, None)
-        except TypeError:  # an unhashable model, simulator, ...
-            key = None
-    if fn is _UNTRACEABLE:
-        _CACHE[key] = fn
-        closed = build(traced=False)
-        return lambda *a: closed(*a, ())
-    if fn is None:
-        fn = build(traced=True)
-    if key is not None:
-        _CACHE[key] = fn
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    state = {"fn": fn}
-
-    def call(*a):
-        try:
-            return state["fn"](*a, dynamic)
-        except _TRACER_ERRORS:
-            if state["fn"] is not fn:
-                raise
-            if key is not None:
-                _CACHE[key] = _UNTRACEABLE
-            state["fn"] = build(traced=False)  # ignores `dynamic`: closes over the arguments
-            return state["fn"](*a, dynamic)
-
-    return call
+    privatized = [n for n, _ in roles.privatized]
+    return PriorSpec(tr, roles, privatized, list(roles.theta), max_log_eta, placeholders)
 
 
 def _make_one(model, simulator, privatized, theta):
@@ -241,7 +162,7 @@ def _batch_rank(tr) -> int:
     return rank
 
 
-def _make_batch(model, simulator, spec: _Spec):
+def _make_batch(model, simulator, spec: PriorSpec):
     """``batch(key, size, model_args, model_kwargs, placeholders) -> (trace, θ values, records, log η)``:
     ``size`` proposals under one key (θ values ``(size,) + shape``; ``records`` the latent record draws,
     empty with a ``simulator``). Raises ``_NotVectorizable`` where the shapes show that the model does not
@@ -287,7 +208,7 @@ def _make_batch(model, simulator, spec: _Spec):
         infos = {n: tr[n]["infer"][INFER_KEY] for n in spec.privatized}
         for n, info in infos.items():
             proto_info = proto[n]["infer"][INFER_KEY]
-            if _avals(jax.tree.leaves(info.mechanism)) != _avals(jax.tree.leaves(proto_info.mechanism)):
+            if avals(jax.tree.leaves(info.mechanism)) != avals(jax.tree.leaves(proto_info.mechanism)):
                 raise _NotVectorizable(
                     f"the mechanism of privatized site {n!r} changes under the batch plate"
                 )
@@ -329,7 +250,7 @@ def _make_batch(model, simulator, spec: _Spec):
     return batch
 
 
-def _check_batch(batch, model, simulator, spec: _Spec, model_args, model_kwargs):
+def _check_batch(batch, model, simulator, spec: PriorSpec, model_args, model_kwargs):
     """Raise ``_NotVectorizable`` unless ``batch`` simulates the model's prior predictive: the draws of
     ``CHECK_BATCH`` proposals are scored by the batched trace and by the unbatched model conditioned on
     each proposal (θ and records), site by site, and nothing but the privatized sites reads the records."""
@@ -377,29 +298,22 @@ def _check_batch(batch, model, simulator, spec: _Spec, model_args, model_kwargs)
         raise _NotVectorizable(f"log η is {np.asarray(log_eta)} batched but {np.asarray(ref_eta)} unbatched")
 
 
-def _vectorizable(batch, model, simulator, spec: _Spec, args: _Args, model_args, model_kwargs):
+def _vectorizable(batch, model, simulator, spec: PriorSpec, args: SplitArgs, model_args, model_kwargs):
     """None if ``batch`` simulates the model's prior predictive, else the reason why not. The verdict
     is cached with the compiled functions (it depends on the model's structure, not on array values)."""
     key = None
     if args.key is not None:
-        structure = jax.tree.structure(spec.placeholders), _avals(jax.tree.leaves(spec.placeholders))
+        structure = jax.tree.structure(spec.placeholders), avals(jax.tree.leaves(spec.placeholders))
         key = ("exact_abc/vectorizable", model, simulator, args.key, structure)
+
+    def verdict():
         try:
-            if key in _CACHE:
-                _CACHE.move_to_end(key)
-                return _CACHE[key]
-        except TypeError:  # an unhashable model or simulator
-            key = None
-    try:
-        _check_batch(batch, model, simulator, spec, model_args, model_kwargs)
-        reason = None
-    except Exception as e:  # noqa: BLE001 - any failure under the batch plate means: not vectorisable
-        reason = str(e) if isinstance(e, _NotVectorizable) else f"{type(e).__name__}: {e}"
-    if key is not None:
-        _CACHE[key] = reason
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return reason
+            _check_batch(batch, model, simulator, spec, model_args, model_kwargs)
+            return None
+        except Exception as e:  # noqa: BLE001 - any failure under the batch plate means: not vectorisable
+            return str(e) if isinstance(e, _NotVectorizable) else f"{type(e).__name__}: {e}"
+
+    return memo(key, verdict)
 
 
 # exact_abc without `max_seconds` warns once its projected run time passes this many seconds, the
@@ -410,18 +324,6 @@ RATE_WINDOW_SECONDS = 0.5
 
 class SlowABCWarning(UserWarning):
     """``exact_abc`` projects to run for a long time without a ``max_seconds`` cap."""
-
-
-def _positive_whole(value, name):
-    """``value`` as a Python int ≥ 1; a ValueError naming ``name`` for 0, negatives, NaN/inf, fractions."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    if isinstance(value, float | np.floating) and not (np.isfinite(value) and float(value).is_integer()):
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    value = int(value)
-    if value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    return value
 
 
 def _warn_if_slow(sec_per_batch, batches, max_batches, batch_size, count, num_samples, accepted, cap):
@@ -489,15 +391,15 @@ def exact_abc(
         raise ValueError(f"`max_seconds` must be positive or None, got {max_seconds!r}.")
     if vectorize not in (None, True, False):
         raise ValueError(f"`vectorize` must be None (automatic), True or False, got {vectorize!r}.")
-    max_proposals = _positive_whole(max_proposals, "max_proposals")
-    spec = _spec(model, model_args, model_kwargs)
+    max_proposals = positive_int(max_proposals, "max_proposals")
+    spec = prior_spec(model, model_args, model_kwargs)
     if (
         spec.roles.size is not None and simulator is None
     ):  # an unknown n: its accepted draws are posterior draws
         spec = spec._replace(theta=[*spec.theta, spec.roles.size])
     privatized, theta, max_log_eta = spec.privatized, spec.theta, spec.max_log_eta
     one = _make_one(model, simulator, privatized, theta)
-    args = _split_args(model_args, model_kwargs)
+    args = split_args(model_args, model_kwargs)
     proto, _ = one(random.key(0), model_args, model_kwargs, spec.placeholders)
     max_batches = -(-max_proposals // batch_size)  # a Python int: never overflows, never traced
     batch = None
@@ -540,12 +442,12 @@ def exact_abc(
 
     key = None
     if args.key is not None:
-        structure = jax.tree.structure(spec.placeholders), _avals(jax.tree.leaves(spec.placeholders))
+        structure = jax.tree.structure(spec.placeholders), avals(jax.tree.leaves(spec.placeholders))
         key = ("exact_abc", model, simulator, tuple(privatized), tuple(theta), num_samples, batch_size)
         key += (vectorized,)
-        key += (args.key, structure, _avals([max_log_eta]))
-    compiled = _compiled(key, build, args.dynamic)
-    run = lambda carry, limit: compiled(carry, limit, spec.placeholders, max_log_eta)
+        key += (args.key, structure, avals([max_log_eta]))
+    loop = compiled(key, build, args.dynamic)
+    run = lambda carry, limit: loop(carry, limit, spec.placeholders, max_log_eta)
 
     buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + jnp.shape(v), jnp.result_type(v)), proto)
     # strongly typed, as the loop returns it (one compilation); canonical: no int64 request under x32
@@ -599,12 +501,12 @@ def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **mo
     """
     if not (isinstance(num_samples, int) and num_samples > 0):
         raise ValueError(f"`num_samples` must be a positive int, got {num_samples!r}.")
-    spec = _spec(model, model_args, model_kwargs, engine="abc_importance")
+    spec = prior_spec(model, model_args, model_kwargs, engine="abc_importance")
     privatized, theta = spec.privatized, spec.theta
     if set(proposal) != set(theta):
         raise ValueError(f"`proposal` must give a distribution for exactly the sites {sorted(theta)}.")
     draw = lambda key, g: {k: g[k].sample(random.fold_in(key, i)) for i, k in enumerate(sorted(g))}
-    args = _split_args(model_args, model_kwargs)
+    args = split_args(model_args, model_kwargs)
     prop_leaves, prop_tree = jax.tree.flatten(dict(proposal))
 
     def build(traced):
@@ -626,8 +528,8 @@ def abc_importance(rng_key, model, proposal, *model_args, num_samples: int, **mo
     key = None
     if args.key is not None:
         key = ("abc_importance", model, tuple(privatized), tuple(theta), num_samples, args.key)
-        key += (prop_tree, _avals(prop_leaves))
-    values, log_w = _compiled(key, build, args.dynamic)(random.split(rng_key, num_samples), prop_leaves)
+        key += (prop_tree, avals(prop_leaves))
+    values, log_w = compiled(key, build, args.dynamic)(random.split(rng_key, num_samples), prop_leaves)
     nan = int(jnp.sum(jnp.isnan(log_w)))
     if not bool(jnp.any(jnp.isfinite(log_w))):
         raise ValueError(

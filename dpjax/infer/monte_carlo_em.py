@@ -30,8 +30,9 @@ from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
+from .._validate import positive_int
 from ..primitives import allow_overflow, simulate, site_roles
-from .abc import _avals, _compiled, _positive_whole, _split_args
+from ._compile import avals, compiled, split_args
 from .chains import check_init_params
 from .data_augmentation import DataAugmentationKernel, HeldTheta
 from .reversible_jump import ReversibleJumpKernel
@@ -194,7 +195,7 @@ def mcem(
     tolerances = tuple(default_tolerances if tolerances is None else tolerances)
     if len(num_particles) != len(tolerances) or not num_particles:
         raise ValueError("`num_particles` and `tolerances` must be non-empty and of equal length.")
-    num_particles = tuple(_positive_whole(n, "num_particles") for n in num_particles)
+    num_particles = tuple(positive_int(n, "num_particles") for n in num_particles)
     if any(not (np.isfinite(t) and t > 0) for t in tolerances):
         raise ValueError(f"`tolerances` must be positive and finite, got {tolerances!r}.")
     counts = (("max_iterations", max_iterations), ("num_m_steps", num_m_steps), ("num_chains", num_chains))
@@ -228,7 +229,7 @@ def mcem(
     privatized = [n for n, _ in roles.privatized]
     latent, records = roles.latent_records, roles.latent_records + roles.public_records
 
-    args = _split_args(model_args, model_kwargs)
+    args = split_args(model_args, model_kwargs)
 
     def simulate_records(key, params, a, kw):
         tr, log_eta = simulate(key, model, privatized, a, kw, data=params)
@@ -352,7 +353,7 @@ def mcem(
     key = None
     if args.key is not None:
         key = (model, tuple(privatized), tuple(latent), tuple(records), args.key)
-        key += (jax.tree.structure(params), _avals(jax.tree.leaves(params)))
+        key += (jax.tree.structure(params), avals(jax.tree.leaves(params)))
     if mcmc:
         # the chains: started once (host-side checks of the release and of θ here), then carried
         rng_key, key_init = random.split(rng_key)
@@ -361,8 +362,8 @@ def mcem(
         states = kernel.init(random.split(key_init, num_chains), 0, per_chain, model_args, model_kwargs)
         states = _strongly_typed(states)  # as the E-step returns them: it compiles once, not twice
         tag = lambda name: None if key is None else (name,) + key
-        chain_step = _compiled(tag("mcem.mcmc_e_step"), build_mcmc_e_step, args.dynamic)
-        mc_error = _compiled(tag("mcem.mc_error"), build_mc_error, args.dynamic)
+        chain_step = compiled(tag("mcem.mcmc_e_step"), build_mcmc_e_step, args.dynamic)
+        mc_error = compiled(tag("mcem.mc_error"), build_mc_error, args.dynamic)
 
         def draw_mcmc(states, params, n):
             keep = -(-n // num_chains)
@@ -378,12 +379,12 @@ def mcem(
             return states, recs, jnp.full(m, 1.0 / m, dtype=jnp.result_type(float))
     else:
         e_key = None if key is None else ("mcem.e_step", e_step) + key
-        draw = _compiled(e_key, e_step_builders[e_step], args.dynamic)
+        draw = compiled(e_key, e_step_builders[e_step], args.dynamic)
     if m_step:
         m_update = lambda params, recs, w: m_step(recs, w)
     else:
         m_key = None if key is None else ("mcem.m_step", optimizer, num_m_steps) + key
-        m_update = _compiled(m_key, build_m_step, args.dynamic)
+        m_update = compiled(m_key, build_m_step, args.dynamic)
     nan_se = jax.tree.map(lambda v: jnp.full(jnp.shape(v), jnp.nan, jnp.result_type(float)), params)
     history, ess_trace, sizes, se_trace = [], [], [], []
     for stage, (n, tol) in enumerate(zip(num_particles, tolerances), start=1):
@@ -455,7 +456,7 @@ def mcem(
     if mcmc:
         states, recs, w = draw_mcmc(states, params, int(num_particles[-1]))
         build_louis = lambda traced: jax.jit(lambda p, r, w, dyn: louis(p, r, w, *unpack(traced, dyn)))
-        score, info, per, rate = _compiled(tag("mcem.louis"), build_louis, args.dynamic)(params, recs, w)
+        score, info, per, rate = compiled(tag("mcem.louis"), build_louis, args.dynamic)(params, recs, w)
     else:
         rng_key, key = random.split(rng_key)
         recs, w, _ = draw(key, params, int(num_particles[-1]))

@@ -23,7 +23,7 @@ from jax.scipy.special import logsumexp
 from numpyro.distributions import biject_to
 
 from ..primitives import simulate
-from .abc import _spec
+from .abc import prior_spec
 from .chains import PerChainKernel, check_init_params, records_hidden, report_at_end_of_warmup, report_now
 from .mh import accept, adapt, empty_moments, proposer
 
@@ -214,7 +214,7 @@ class PseudoMarginalABC(PerChainKernel):
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
-        spec = _spec(self._model, model_args, model_kwargs, engine="PseudoMarginalABC")
+        spec = prior_spec(self._model, model_args, model_kwargs, engine="PseudoMarginalABC")
         privatized, theta, tr = spec.privatized, spec.theta, spec.trace
         discrete = [k for k in theta if tr[k]["fn"].support.is_discrete]
         if discrete:

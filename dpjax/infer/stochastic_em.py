@@ -31,8 +31,8 @@ from numpyro.distributions import biject_to
 from numpyro.infer import MCMC
 from numpyro.infer.gibbs import prototype_trace
 
+from .._validate import positive_int
 from ..primitives import allow_overflow, site_roles
-from .abc import _positive_whole
 from .chains import check_init_params
 from .monte_carlo_em import em_kernel
 
@@ -119,8 +119,8 @@ def stochastic_em(
     >>> abs(float(out.params["p"]) - 0.4089) < 4 * float(out.mc_std_errors["p"])  # the exact MLE
     True
     """
-    num_iterations = _positive_whole(num_iterations, "num_iterations")
-    num_chains = _positive_whole(num_chains, "num_chains")
+    num_iterations = positive_int(num_iterations, "num_iterations")
+    num_chains = positive_int(num_chains, "num_chains")
     if not (isinstance(burn_in, float | int) and 0 <= burn_in < 1):
         raise ValueError(f"`burn_in` must be a fraction in [0, 1), got {burn_in!r}.")
     num_warmup = round(num_iterations * burn_in)
