@@ -26,13 +26,13 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
     import dpjax
     from dpjax.infer import DataAugmentationKernel
     from dpjax.models import clamped_normal, naive_normal
-    from dpjax.models.normal import SENSITIVITY, _scaled
+    from dpjax.models.normal import SENSITIVITY, clamp_to_unit
 
     start = time.perf_counter()
     truth = {"mu": 38.0, "sigma": 12.0}
     k_data, k_release, k_naive, k_private = jax.random.split(jax.random.key(seed), 4)
     hours = truth["mu"] + truth["sigma"] * jax.random.normal(k_data, (n,))
-    u = _scaled(hours, 0.0, 100.0)
+    u = clamp_to_unit(hours, 0.0, 100.0)
     confidential = jnp.stack([u.sum(), (u**2).sum()])
     mechanism = dpjax.LaplaceMechanism(epsilon, SENSITIVITY)
     release = mechanism.release(k_release, confidential)

@@ -16,6 +16,7 @@ from jax.extend.core import Var
 from numpyro import handlers
 from numpyro.primitives import _PYRO_STACK, Messenger
 
+from ._validate import positive_int
 from .mechanisms import Mechanism
 from .mechanisms.base import IntegerMechanism, concrete
 
@@ -91,10 +92,7 @@ class records_plate(numpyro.plate):
     """
 
     def __init__(self, name: str, size, capacity: int, *, dim: int | None = None):
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
-            raise ValueError(
-                f"`capacity` must be a positive int (the number of record slots), got {capacity!r}."
-            )
+        capacity = positive_int(capacity, "capacity")  # the number of record slots
         if jnp.ndim(size) != 0:
             raise ValueError(f"`size` must be a scalar (the number of records), got shape {jnp.shape(size)}.")
         overflow = [h for h in _PYRO_STACK if isinstance(h, allow_overflow)]

@@ -52,6 +52,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ._validate import positive_int
+
 __all__ = ["STATS", "PosteriorSummaries", "mcmc_cell", "posterior_summaries", "run_study"]
 
 STATS = ("mean", "var", "sd", "min", "max", "quantiles", "coverage", "ess", "rhat")
@@ -108,11 +110,9 @@ def mcmc_cell(
     {'p': (2, 30), 'record_accept_rate': (2, 30)}
     """
     _unknown("mcmc_cell", options)
-    for name, value, low in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ValueError(f"mcmc_cell: {name} must be an int >= {low}, got {value!r}")
-    if isinstance(num_chains, bool) or not isinstance(num_chains, int | np.integer) or num_chains < 1:
-        raise ValueError(f"mcmc_cell: num_chains must be an int >= 1, got {num_chains!r}")
+    num_warmup = positive_int(num_warmup, "num_warmup", minimum=0)
+    num_samples = positive_int(num_samples, "num_samples")
+    num_chains = positive_int(num_chains, "num_chains")
     if not (init_params is None or isinstance(init_params, dict) or callable(init_params)):
         raise ValueError(
             f"mcmc_cell: init_params must be a dict or a function (*args) -> dict, got {init_params!r}"
@@ -512,9 +512,7 @@ def run_study(
     if not callable(cell_fn):
         raise ValueError(f"cell_fn must be a function (key, **params) -> outputs, got {cell_fn!r}")
     grid = _check_grid(grid)
-    if isinstance(replicates, bool) or not isinstance(replicates, int | np.integer) or replicates < 1:
-        raise ValueError(f"replicates must be an int >= 1, got {replicates!r}")
-    replicates = int(replicates)
+    replicates = positive_int(replicates, "replicates")
     if not (isinstance(rng_key, jax.Array) and rng_key.shape == ()) or not (
         jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
     ):

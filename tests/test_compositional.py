@@ -458,7 +458,7 @@ X3 = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
         (lambda: censored_mean_log(np.ones(3) / 3, 0.01), r"\(n, d\) array"),
         (lambda: mean_log(np.array([[0.0, 1.0]])), r"entries must be > 0"),
         (lambda: sensitivity(0.5, 3, 10), r"0 < a < 1/d"),
-        (lambda: sensitivity(0.01, 3, 0), r"`n` must be an int ≥ 1"),
+        (lambda: sensitivity(0.01, 3, 0), r"`n` must be a positive integer, got 0"),
         (lambda: dpss(jax.random.key(0), X3, [0.1, 0.01], 0.0, 1.0), r"`epsilon1` must be positive"),
         (lambda: dpss(jax.random.key(0), X3, [0.1, 0.01], 1.0, -1.0), r"`epsilon2` must be positive"),
         (lambda: dpss(jax.random.key(0), X3, [0.01, 0.1], 1.0, 1.0), r"strictly decreasing"),

@@ -352,7 +352,7 @@ def test_bad_inputs_raise_clear_errors():
         dp_mcmc(key, s_l, n=N, a=0.5, epsilon1=EPS1)
     with pytest.raises(ValueError, match="epsilon1"):
         dp_abc(key, s_l, n=N, a=A, epsilon1=-1.0)
-    with pytest.raises(ValueError, match="`n` must be an int"):
+    with pytest.raises(ValueError, match="`n` must be a positive integer"):
         dp_abc(key, s_l, n=0, a=A, epsilon1=EPS1)
     with pytest.raises(ValueError, match="shape \\(d,\\)"):
         dp_abc(key, jnp.ones((2, 3)), **kw)

@@ -328,8 +328,8 @@ def test_mcmc_cell_runs_chains_with_stats():
             r"name those it branches on .* static=",
         ),
         (dict(grid={"replicate": [1.0]}), "grid: 'replicate' must be an identifier"),
-        (dict(replicates=0), "replicates must be an int >= 1"),
-        (dict(replicates=2.0), "replicates must be an int >= 1"),
+        (dict(replicates=0), "`replicates` must be a positive integer"),
+        (dict(replicates=2.5), "`replicates` must be a positive integer"),
         (dict(rng_key=0), "rng_key must be one PRNG key"),
         (dict(rng_key=jax.random.split(jax.random.key(0))), "rng_key must be one PRNG key"),
         (dict(summaries=("mean", "median")), r"summaries: unknown or no statistics \['median'\]"),
@@ -360,7 +360,7 @@ def test_draws_without_summaries_are_refused_and_summary_errors_name_the_output(
         posterior_summaries(("mean",), level=90)
     with pytest.raises(ValueError, match=r"posterior_summaries: unknown option\(s\) \['thruth'\]"):
         posterior_summaries(("mean",), thruth={})
-    with pytest.raises(ValueError, match="mcmc_cell: num_samples must be an int >= 1"):
+    with pytest.raises(ValueError, match="`num_samples` must be a positive integer"):
         mcmc_cell(_AR1Kernel(), lambda k: (), num_warmup=0, num_samples=0)
 
 

@@ -476,10 +476,16 @@ def test_max_release_size_and_delta_tilde_validate_theta_and_epsilon():
     assert delta_tilde(KEY, X, 5, 0.0, 1.0, [1.0, np.inf], num_draws=100).delta[1] == 0.0
 
 
-@pytest.mark.parametrize("n", [0, -3, 1.5, True, np.float64(2.0)])
+@pytest.mark.parametrize("n", [0, -3, 1.5, True, np.nan, "3"])
 def test_sample_pitman_yor_needs_a_positive_int_n(n):
-    with pytest.raises(ValueError, match="`n` must be a positive int"):
+    with pytest.raises(ValueError, match="`n` must be a positive integer"):
         sample_pitman_yor(KEY, n, 0.5, 1.0)
+
+
+def test_sample_pitman_yor_takes_a_whole_float_n_as_that_int():
+    assert np.array_equal(
+        sample_pitman_yor(KEY, np.float64(5.0), 0.5, 1.0), sample_pitman_yor(KEY, 5, 0.5, 1.0)
+    )
 
 
 def test_base_must_be_a_scalar_numpyro_distribution():

@@ -49,13 +49,14 @@ from numpyro.infer import MCMC, NUTS, HMCGibbs, init_to_median
 from scipy import special as sp
 from scipy import stats
 
+from .._validate import positive_int
 from ..infer import DataAugmentationKernel, exact_abc
 from ..infer.samplers import log_gamma
 from ..mechanisms import LaplaceMechanism
 from ..mechanisms.base import check_key, concrete, positive
-from ..models.dirichlet import _parts, dirichlet_mean_log, sample_alpha
+from ..models.dirichlet import dirichlet_mean_log, num_parts, sample_alpha
 from ..primitives import privatized
-from .data import check_compositions, check_size, check_threshold
+from .data import check_compositions, check_threshold
 from .diagnostics import censored_moments
 from .dpboots import dpboots
 
@@ -96,16 +97,12 @@ def _check_release(release, d=None):
 
 
 def _check_common(release, n, a, epsilon1, prior):
-    d = _parts(release, prior, None)
+    d = num_parts(release, prior, None)
     release = _check_release(release, d)
-    n = check_size(n, "n")
+    n = positive_int(n, "n")
     a = check_threshold(a, d)
     epsilon1 = positive("epsilon1", epsilon1)
     return release, n, a, epsilon1, d
-
-
-def _check_count(value, name, minimum=1):
-    return check_size(value, name, minimum=minimum)
 
 
 def laplace_scale(a, d: int, n: int, epsilon1):
@@ -115,7 +112,7 @@ def laplace_scale(a, d: int, n: int, epsilon1):
     0.4605
     """
     a = check_threshold(a, d)
-    return -d * float(np.log(a)) / (check_size(n, "n") * positive("epsilon1", epsilon1))
+    return -d * float(np.log(a)) / (positive_int(n, "n") * positive("epsilon1", epsilon1))
 
 
 def record_acceptance_bound(epsilon1):
@@ -181,7 +178,7 @@ def dp_mcmc(
     check_key(rng_key)
     release, n, a, epsilon1, d = _check_common(release, n, a, epsilon1, prior)
     _check_gradient_prior(prior)
-    num_chains = _check_count(num_chains, "num_chains")
+    num_chains = positive_int(num_chains, "num_chains")
     init_params = None
     if init_records is not None:
         x0 = np.asarray(init_records, dtype=float)
@@ -196,8 +193,8 @@ def dp_mcmc(
     )
     mcmc = MCMC(
         kernel,
-        num_warmup=_check_count(num_warmup, "num_warmup", 0),
-        num_samples=_check_count(num_samples, "num_samples"),
+        num_warmup=positive_int(num_warmup, "num_warmup", minimum=0),
+        num_samples=positive_int(num_samples, "num_samples"),
         num_chains=num_chains,
         chain_method=chain_method,
         progress_bar=progress_bar,
@@ -352,7 +349,7 @@ def elicit_priors(rng_key, release1, *, n1: int, a, epsilon1, num_boot: int = 20
     """
     check_key(rng_key)
     release1, n1, a, epsilon1, d = _check_common(release1, n1, a, epsilon1, None)
-    boot = dpboots(rng_key, release1, a, n1, epsilon1, num_boot=_check_count(num_boot, "num_boot"))
+    boot = dpboots(rng_key, release1, a, n1, epsilon1, num_boot=positive_int(num_boot, "num_boot"))
     draws = np.asarray(boot.draws, float)
     draws = draws[np.all(np.isfinite(draws) & (draws > 0), axis=1)]
     if draws.shape[0] < max(10, num_boot // 2):
@@ -440,8 +437,8 @@ def dp_abc(
     """
     check_key(rng_key)
     release, n, a, epsilon1, d = _check_common(release, n, a, epsilon1, prior)
-    num_proposals = _check_count(num_proposals, "num_proposals")
-    batch_size = min(_check_count(batch_size, "batch_size"), num_proposals)
+    num_proposals = positive_int(num_proposals, "num_proposals")
+    batch_size = min(positive_int(batch_size, "batch_size"), num_proposals)
     if not (isinstance(acceptance_rate, float | int) and 0 < acceptance_rate <= 1):
         raise ValueError(f"`acceptance_rate` must be a number in (0, 1], got {acceptance_rate!r}.")
     if num_proposals % batch_size:
@@ -524,7 +521,7 @@ def dp_approx_model(
     ...                                                          d=3)["s_L"].shape
     (2, 3)
     """
-    d = _parts(release, prior, d)
+    d = num_parts(release, prior, d)
     alpha = sample_alpha(prior, d)
     mu, cov = _law(n, a, censored)(alpha)
     s0 = numpyro.sample("s0", dist.MultivariateNormal(mu, covariance_matrix=cov))
@@ -614,9 +611,9 @@ def dp_approx(
     kernel = HMCGibbs(nuts, gibbs_fn=gibbs, gibbs_sites=["s0", "v"])
     mcmc = MCMC(
         kernel,
-        num_warmup=_check_count(num_warmup, "num_warmup", 0),
-        num_samples=_check_count(num_samples, "num_samples"),
-        num_chains=_check_count(num_chains, "num_chains"),
+        num_warmup=positive_int(num_warmup, "num_warmup", minimum=0),
+        num_samples=positive_int(num_samples, "num_samples"),
+        num_chains=positive_int(num_chains, "num_chains"),
         chain_method=chain_method,
         progress_bar=progress_bar,
     )
@@ -643,9 +640,9 @@ def dirichlet_replicates(b: int, n2: int, a, epsilon1, release=None, *, prior=No
     in α (the censored release does not see xⱼ < a). The model therefore gives log density −inf
     outside {αⱼ > 1 − 1/k}: the posterior is model (5) restricted to the region where it exists.
     """
-    d = _parts(release, prior, d)
-    b = check_size(b, "b")
-    n2 = check_size(n2, "n2")
+    d = num_parts(release, prior, d)
+    b = positive_int(b, "b")
+    n2 = positive_int(n2, "n2")
     if b > n2:
         raise ValueError(f"`b` ({b}) must not exceed `n2` ({n2}): each record stands for n2/b ≥ 1 rows.")
     a = check_threshold(a, d)
@@ -718,11 +715,11 @@ def dp_remcmc(
     check_key(rng_key)
     release2, n2, a, epsilon1, d = _check_common(release2, n2, a, epsilon1, prior)
     _check_gradient_prior(prior)
-    b = check_size(b, "b")
-    num_chains = _check_count(num_chains, "num_chains")
-    from .mle import _mle
+    b = positive_int(b, "b")
+    num_chains = positive_int(num_chains, "num_chains")
+    from .mle import mle_unchecked
 
-    fit = np.asarray(_mle(release2).alpha, float)  # the start and the drift check's reference
+    fit = np.asarray(mle_unchecked(release2).alpha, float)  # the start and the drift check's reference
     if init_alpha is None:
         init_alpha = np.maximum(fit, 1.0) if np.all(np.isfinite(fit)) else np.full(d, 2.0)
     init_alpha = np.asarray(init_alpha, float)
@@ -734,8 +731,8 @@ def dp_remcmc(
     kernel = DataAugmentationKernel(NUTS(dirichlet_replicates, max_tree_depth=max_tree_depth))
     mcmc = MCMC(
         kernel,
-        num_warmup=_check_count(num_warmup, "num_warmup", 0),
-        num_samples=_check_count(num_samples, "num_samples"),
+        num_warmup=positive_int(num_warmup, "num_warmup", minimum=0),
+        num_samples=positive_int(num_samples, "num_samples"),
         num_chains=num_chains,
         chain_method=chain_method,
         progress_bar=progress_bar,

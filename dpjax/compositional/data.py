@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import math
-import numbers
 import os
 
 import jax.numpy as jnp
@@ -105,13 +104,6 @@ def check_thresholds(thresholds, d: int) -> np.ndarray:
     if np.any(np.diff(arr) >= 0):
         raise ValueError(f"`thresholds` must be strictly decreasing (a₁ > a₂ > … > a_M), got {arr.tolist()}.")
     return arr
-
-
-def check_size(value, name: str, *, minimum: int = 1) -> int:
-    """A Python int ``≥ minimum`` (sample sizes and counts fix array shapes, so they are static)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"`{name}` must be an int ≥ {minimum} (it fixes array shapes), got {value!r}.")
-    return int(value)
 
 
 def load_atus(path) -> np.ndarray:

@@ -16,11 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax, random
 
+from .._validate import positive_int
 from ..infer.samplers import dirichlet
 from ..mechanisms.base import check_key, concrete, positive
-from .data import check_size, check_threshold
-from .mle import _mle
-from .release import _censored_mean_log
+from .data import check_threshold
+from .mle import mle_unchecked
+from .release import censored_mean_log_unchecked
 
 __all__ = ["DPBootsResult", "TruncatedDraw", "dpboots", "truncated_laplace_statistic"]
 
@@ -99,8 +100,8 @@ def truncated_laplace_statistic(rng_key, statistic, scale, *, max_tries: int = 4
     if s.ndim != 1 or s.shape[0] < 2:
         raise ValueError(f"`statistic` must have shape (d,) with d ≥ 2, got shape {s.shape}.")
     scale = positive("scale", scale)
-    max_tries = check_size(max_tries, "max_tries")
-    chunk = check_size(chunk, "chunk")
+    max_tries = positive_int(max_tries, "max_tries")
+    chunk = positive_int(chunk, "chunk")
     return _truncated(rng_key, s, scale, max_tries=max_tries, chunk=chunk)
 
 
@@ -114,10 +115,10 @@ def _core(rng_key, s, a, epsilon1, *, n, num_boot, max_tries, batch_size):
     def one(key):
         k_noise, k_data = random.split(key)
         tr = _truncated(k_noise, s, scale, max_tries=max_tries, chunk=64)
-        star = _mle(tr.value)
+        star = mle_unchecked(tr.value)
         safe = jnp.where(tr.accepted & jnp.all(star.alpha > 0), star.alpha, 1.0)  # stand-in, discarded
         x = dirichlet(k_data, safe, (n,))  # dpjax's sampler: 8–27× faster than jax.random.dirichlet here
-        boot = _mle(_censored_mean_log(x, a_arr))
+        boot = mle_unchecked(censored_mean_log_unchecked(x, a_arr))
         ok = tr.accepted & star.converged
         draw = jnp.where(ok, boot.alpha, jnp.nan)
         return draw, star.alpha, tr.value, tr.accepted, tr.tries, ok & boot.converged
@@ -227,14 +228,14 @@ def dpboots(
         raise ValueError("`statistic` must be finite, got NaN or inf.")
     d = s.shape[0]
     a = check_threshold(a, d)
-    n = check_size(n, "n")
+    n = positive_int(n, "n")
     epsilon1 = positive("epsilon1", epsilon1)
-    num_boot = check_size(num_boot, "num_boot")
-    max_tries = check_size(max_tries, "max_tries")
+    num_boot = positive_int(num_boot, "num_boot")
+    max_tries = positive_int(max_tries, "max_tries")
     if not (isinstance(level, float | int) and 0 < level < 1):
         raise ValueError(f"`level` must be a number in (0, 1), got {level!r}.")
     if batch_size is not None:
-        batch_size = min(check_size(batch_size, "batch_size"), num_boot)
+        batch_size = min(positive_int(batch_size, "batch_size"), num_boot)
 
     draws, alpha_star, s_tilde, accepted, tries, converged, scale = _core(
         rng_key, s, a, epsilon1, n=n, num_boot=num_boot, max_tries=max_tries, batch_size=batch_size
@@ -250,7 +251,7 @@ def dpboots(
         _check_failed_draws(np.asarray(draws), n)
     tail = (1.0 - level) / 2.0
     lower, upper = jnp.nanquantile(draws, jnp.asarray([tail, 1.0 - tail], dtype=s.dtype), axis=0)
-    estimate = _mle(s).alpha
+    estimate = mle_unchecked(s).alpha
     return DPBootsResult(
         draws, lower, upper, estimate, alpha_star, s_tilde, accepted, tries, converged, scale, level
     )

@@ -155,10 +155,10 @@ def dirichlet_mle(
                 "`statistic` lies outside the interior of Range(S₀) = {s : sⱼ < 0, Σⱼ exp(sⱼ) < 1}, "
                 f"where no Dirichlet MLE exists: Σⱼ exp(sⱼ) = {np.exp(bad).sum():.6g} for s = {bad.tolist()}."
             )
-    return _mle(s, max_iter=max_iter, rtol=rtol)
+    return mle_unchecked(s, max_iter=max_iter, rtol=rtol)
 
 
-def _mle(s, *, max_iter: int = 100, rtol: float | None = None) -> DirichletMLE:
+def mle_unchecked(s, *, max_iter: int = 100, rtol: float | None = None) -> DirichletMLE:
     """:func:`dirichlet_mle` without the host checks (NaN outside the range), for use inside
     other compiled code."""
     s = jnp.asarray(s)

@@ -17,9 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 
+from .._validate import positive_int
 from ..mechanisms import DiscreteLaplaceMechanism, LaplaceMechanism
 from ..mechanisms.base import check_key, concrete, positive
-from .data import check_compositions, check_size, check_threshold, check_thresholds
+from .data import check_compositions, check_threshold, check_thresholds
 
 __all__ = [
     "SCORE_SENSITIVITY",
@@ -59,8 +60,8 @@ def sensitivity(a, d: int, n: int):
     >>> round(sensitivity(0.01, 3, 1000), 6)
     0.013816
     """
-    d = check_size(d, "d", minimum=2)
-    n = check_size(n, "n")
+    d = positive_int(d, "d", minimum=2)
+    n = positive_int(n, "n")
     a = check_threshold(a, d)
     return -d * _log(a) / n
 
@@ -90,10 +91,11 @@ def censored_mean_log(x, a):
     """
     x = check_compositions(x)
     a = check_threshold(a, x.shape[1])
-    return _censored_mean_log(x, a)
+    return censored_mean_log_unchecked(x, a)
 
 
-def _censored_mean_log(x, a):
+def censored_mean_log_unchecked(x, a):
+    """:func:`censored_mean_log` without the checks of ``x`` and ``a`` (jit- and vmap-able, batched)."""
     return jnp.mean(jnp.log(jnp.maximum(x, a)), axis=-2)
 
 
@@ -173,7 +175,7 @@ def select_threshold(score_release, thresholds, n: int, epsilon2):
     1
     """
     thr = check_thresholds(thresholds, 2) if concrete(thresholds) else thresholds
-    n = check_size(n, "n")
+    n = positive_int(n, "n")
     m = len(thr)
     s = jnp.asarray(score_release)
     if s.shape[-1:] != (m,):
@@ -306,7 +308,7 @@ def dpss(
     stats, scales = [], []
     for key, part, size in zip(keys, parts, sizes):
         mech = LaplaceMechanism(epsilon=epsilon1, sensitivity=-d * jnp.log(a) / size)
-        stats.append(mech.release(key, _censored_mean_log(part, a)))
+        stats.append(mech.release(key, censored_mean_log_unchecked(part, a)))
         scales.append(jnp.asarray(mech.scale))
     if n1 == 0:
         statistic, scale = stats[0], scales[0]

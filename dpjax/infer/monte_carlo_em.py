@@ -198,10 +198,9 @@ def mcem(
     num_particles = tuple(positive_int(n, "num_particles") for n in num_particles)
     if any(not (np.isfinite(t) and t > 0) for t in tolerances):
         raise ValueError(f"`tolerances` must be positive and finite, got {tolerances!r}.")
-    counts = (("max_iterations", max_iterations), ("num_m_steps", num_m_steps), ("num_chains", num_chains))
-    for name, value in counts:
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
+    max_iterations = positive_int(max_iterations, "max_iterations")
+    num_m_steps = positive_int(num_m_steps, "num_m_steps")
+    num_chains = positive_int(num_chains, "num_chains")
     params = {k: jnp.asarray(v, dtype=jnp.result_type(float)) for k, v in init_params.items()}
     with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
         tr = prototype_trace(model, random.key(0), model_args, model_kwargs)

@@ -22,6 +22,7 @@ from jax.flatten_util import ravel_pytree
 from jax.scipy.special import logsumexp
 from numpyro.distributions import biject_to
 
+from .._validate import positive_int
 from ..primitives import simulate
 from .abc import prior_spec
 from .chains import PerChainKernel, check_init_params, records_hidden, report_at_end_of_warmup, report_now
@@ -159,10 +160,7 @@ class PseudoMarginalABC(PerChainKernel):
     sample_field = "z"
 
     def __init__(self, model, num_simulations: int = 64):
-        if not (isinstance(num_simulations, int | np.integer) and not isinstance(num_simulations, bool)) or (
-            num_simulations <= 0
-        ):
-            raise ValueError(f"`num_simulations` must be a positive int, got {num_simulations!r}.")
+        num_simulations = positive_int(num_simulations, "num_simulations")
         self._model = model
         self._num_simulations = int(num_simulations)
         self._store_records = False

@@ -17,6 +17,7 @@ from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.hmc import HMC
 
+from .._validate import positive_int
 from ..primitives import allow_overflow
 from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
 from .data_augmentation import DataAugmentationKernel
@@ -156,16 +157,10 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         ridge_moves: int = 0,
         store_records: bool = False,
     ):
-        if isinstance(size_moves, bool) or not isinstance(size_moves, (int, np.integer)) or size_moves < 1:
-            raise ValueError(f"`size_moves` must be an int >= 1, got {size_moves!r}.")
-        if isinstance(size_jumps, bool) or not isinstance(size_jumps, (int, np.integer)) or size_jumps < 0:
-            raise ValueError(f"`size_jumps` must be an int >= 0, got {size_jumps!r}.")
-        if isinstance(ridge_moves, bool) or not isinstance(ridge_moves, (int, np.integer)) or ridge_moves < 0:
-            raise ValueError(f"`ridge_moves` must be an int >= 0, got {ridge_moves!r}.")
-        if hold_size is not None and (
-            isinstance(hold_size, bool) or not isinstance(hold_size, (int, np.integer)) or hold_size < 0
-        ):
-            raise ValueError(f"`hold_size` must be None or an int >= 0, got {hold_size!r}.")
+        size_moves = positive_int(size_moves, "size_moves")
+        size_jumps = positive_int(size_jumps, "size_jumps", minimum=0)
+        ridge_moves = positive_int(ridge_moves, "ridge_moves", minimum=0)
+        hold_size = None if hold_size is None else positive_int(hold_size, "hold_size", minimum=0)
         super().__init__(
             model,
             inner_kernel=inner_kernel,

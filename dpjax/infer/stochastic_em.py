@@ -36,7 +36,7 @@ from ..primitives import allow_overflow, site_roles
 from .chains import check_init_params
 from .monte_carlo_em import em_kernel
 
-__all__ = ["StochasticEMResult", "m_step_update", "stochastic_em"]
+__all__ = ["StochasticEMResult", "m_step_update", "records_at", "stochastic_em"]
 
 MIN_ESS = 50  # below this effective sample size of a θ component, θ̂'s Monte Carlo error is large: warn
 
@@ -154,7 +154,7 @@ def stochastic_em(
     # when every record is 0), where proposals from f(· | θ) can never leave it
     rng_key, key_records = random.split(rng_key)
     start = jax.vmap(
-        lambda k: _records_at(model, init_params, roles.latent_records, k, model_args, model_kwargs)
+        lambda k: records_at(model, init_params, roles.latent_records, k, model_args, model_kwargs)
     )(random.split(key_records, num_chains))
     start.update(
         {k: jnp.broadcast_to(jnp.asarray(v), (num_chains, *jnp.shape(v))) for k, v in init_params.items()}
@@ -206,8 +206,10 @@ def _absorbed(samples, supports) -> dict:
     return out
 
 
-def _records_at(model, params, sites, rng_key, model_args, model_kwargs):
-    """The latent record sites of one draw of ``model`` at θ = ``params``."""
+def records_at(model, params, sites, rng_key, model_args=(), model_kwargs=None):
+    """The record sites ``sites`` of one draw of ``model`` at θ = ``params`` (a start for the records
+    of stochastic EM or a data-augmentation chain); n may be drawn beyond a records plate's capacity."""
+    model_kwargs = model_kwargs or {}
     with allow_overflow():
         tr = handlers.trace(handlers.seed(handlers.substitute(model, data=params), rng_key))
         tr = tr.get_trace(*model_args, **model_kwargs)

@@ -122,7 +122,7 @@ def concrete(*values) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
-def _xp(*values):
+def array_module(*values):
     """``numpy`` for concrete values (host float64 arithmetic), ``jax.numpy`` for traced ones."""
     return np if concrete(*values) else jnp
 
@@ -313,7 +313,7 @@ class Mechanism:
         (the constant of exact rejection ABC: accept with ``η(s|T) / max η``). A traced scalar
         for traced parameters."""
         per_entry = self._max_log_density_per_entry()
-        xp = _xp(per_entry)
+        xp = array_module(per_entry)
         per_entry = xp.asarray(per_entry)
         try:
             per_entry = xp.broadcast_to(per_entry, shape)

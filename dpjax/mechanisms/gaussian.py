@@ -22,7 +22,7 @@ from .base import (
     Guarantee,
     IntegerMechanism,
     Mechanism,
-    _xp,
+    array_module,
     concrete,
     integer,
     positive,
@@ -112,7 +112,7 @@ class GaussianMechanism(Mechanism):
             self.scale = positive("sigma", sigma)
         elif rho is not None:
             rho = positive("rho", rho)
-            xp = _xp(self.sensitivity, rho)
+            xp = array_module(self.sensitivity, rho)
             self.scale = xp.asarray(self.sensitivity) / xp.sqrt(2 * rho)
         else:
             if delta is None:
@@ -137,7 +137,7 @@ class GaussianMechanism(Mechanism):
         eps_delta = dict(zip(("epsilon", "delta"), self._eps_delta or ()))
         if self.sensitivity is None:
             return Guarantee(**eps_delta)
-        xp = _xp(self.sensitivity, self.scale)
+        xp = array_module(self.sensitivity, self.scale)
         rho = xp.asarray(self.sensitivity) ** 2 / (2 * xp.asarray(self.scale) ** 2)
         return Guarantee.composed("rho", rho, **eps_delta)
 
@@ -145,7 +145,7 @@ class GaussianMechanism(Mechanism):
         return dist.Normal(loc, self.scale)
 
     def _max_log_density_per_entry(self):
-        xp = _xp(self.scale)
+        xp = array_module(self.scale)
         return -0.5 * xp.log(2 * np.pi * xp.asarray(self.scale) ** 2)
 
 
@@ -252,7 +252,7 @@ class DiscreteGaussianMechanism(IntegerMechanism):
         self.sensitivity = positive_integer("sensitivity", sensitivity)
         if sigma is None:
             rho = positive("rho", rho)
-            sigma = self.sensitivity / _xp(self.sensitivity, rho).sqrt(2 * rho)
+            sigma = self.sensitivity / array_module(self.sensitivity, rho).sqrt(2 * rho)
         self.scale = positive("sigma", sigma)
         if np.ndim(self.scale) != 0:
             raise ValueError("DiscreteGaussianMechanism needs a scalar `sigma`.")
@@ -275,7 +275,7 @@ class DiscreteGaussianMechanism(IntegerMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        xp = _xp(self.sensitivity, self.scale)
+        xp = array_module(self.sensitivity, self.scale)
         return Guarantee.composed(
             "rho", xp.asarray(self.sensitivity) ** 2 / (2 * xp.asarray(self.scale) ** 2)
         )

@@ -18,7 +18,7 @@ from .base import (
     Guarantee,
     IntegerMechanism,
     Mechanism,
-    _xp,
+    array_module,
     concrete,
     integer,
     positive,
@@ -39,7 +39,7 @@ def _scale_from(epsilon, sensitivity, scale):
         raise ValueError("Give `scale`, or both `epsilon` and `sensitivity`.")
     epsilon = positive("epsilon", epsilon)
     sensitivity = positive("sensitivity", sensitivity)
-    xp = _xp(epsilon, sensitivity)
+    xp = array_module(epsilon, sensitivity)
     return xp.asarray(sensitivity) / xp.asarray(epsilon), sensitivity
 
 
@@ -55,7 +55,7 @@ class _LaplaceLike(Mechanism):
         the entries' joint sensitivity)."""
         if self.sensitivity is None:
             return Guarantee()
-        xp = _xp(self.sensitivity, self.scale)
+        xp = array_module(self.sensitivity, self.scale)
         return Guarantee.composed("epsilon", xp.asarray(self.sensitivity) / xp.asarray(self.scale))
 
 
@@ -86,7 +86,7 @@ class LaplaceMechanism(_LaplaceLike):
         return dist.Laplace(loc, self.scale)
 
     def _max_log_density_per_entry(self):
-        xp = _xp(self.scale)
+        xp = array_module(self.scale)
         return -xp.log(2.0 * xp.asarray(self.scale))
 
 
@@ -169,7 +169,7 @@ class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
         return DiscreteLaplace(loc, self.scale)
 
     def _max_log_density_per_entry(self):
-        xp = _xp(self.scale)
+        xp = array_module(self.scale)
         return xp.log(xp.tanh(0.5 / xp.asarray(self.scale)))
 
 

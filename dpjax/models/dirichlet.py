@@ -34,7 +34,7 @@ def dirichlet_prior_p1(d: int, concentration: float = 1.0, rate: float = 0.1):
     return dist.Gamma(concentration, rate).expand([int(d)]).to_event(1)
 
 
-def _parts(release, prior, d):
+def num_parts(release, prior, d):
     """The number of parts d, from ``d``, the release or the prior (they must agree)."""
     found = {}
     if d is not None:
@@ -125,7 +125,7 @@ def dirichlet_mean_log(
     >>> draws["x"].shape, draws["s_L"].shape
     ((2, 50, 3), (2, 3))
     """
-    d = _parts(release, prior, d)
+    d = num_parts(release, prior, d)
     a = check_threshold(a, d)
     if capacity is None:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:

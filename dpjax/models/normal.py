@@ -16,7 +16,8 @@ __all__ = ["clamped_normal", "naive_normal"]
 SENSITIVITY = 2.0
 
 
-def _scaled(x, lower, upper):
+def clamp_to_unit(x, lower, upper):
+    """``x`` clamped to ``[lower, upper]`` and mapped affinely onto ``[0, 1]``."""
     return (clamp(x, lower, upper) - lower) / (upper - lower)
 
 
@@ -32,7 +33,9 @@ def clamped_normal(n, epsilon, release=None, *, lower=0.0, upper=100.0, prior_me
     sigma = numpyro.sample("sigma", dist.HalfNormal(prior_scale))
     with numpyro.plate("people", n):
         x = numpyro.sample("x", dist.Normal(mu, sigma))
-    statistic = lambda r: jnp.stack([_scaled(r["x"], lower, upper), _scaled(r["x"], lower, upper) ** 2])
+    statistic = lambda r: jnp.stack(
+        [clamp_to_unit(r["x"], lower, upper), clamp_to_unit(r["x"], lower, upper) ** 2]
+    )
     privatized(
         "summary", LaplaceMechanism(epsilon, SENSITIVITY), statistic, {"x": x}, plate="people", obs=release
     )

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ..infer.stochastic_em import records_at
 from ._core import Report, compare, experiment, study_table
 
 N = 1_000
@@ -232,7 +233,7 @@ def regression_cells(
     if stochastic_em:
         init = {k: jnp.asarray(v, jnp.float32) for k, v in m.SEED_UNKNOWN_N_TRUTH.items()}
         release = (T, float(n), 1.0, 1.0)
-        init.update(_records_at(model, init, ("x", "y"), jax.random.key(0), release))
+        init.update(records_at(model, init, ("x", "y"), jax.random.key(0), release))
     return mcmc_cell(
         kernel,
         args_fn,
@@ -242,18 +243,6 @@ def regression_cells(
         collect=collect,
         init_params=init,
     )
-
-
-def _records_at(model, params, sites, rng_key, model_args):
-    """The record sites ``sites`` of one draw of ``model`` at θ = ``params`` (stochastic EM's start)."""
-    from numpyro import handlers
-
-    from dpjax.primitives import allow_overflow
-
-    with allow_overflow():
-        tr = handlers.trace(handlers.seed(handlers.substitute(model, data=params), rng_key))
-        tr = tr.get_trace(*model_args)
-    return {k: tr[k]["value"] for k in sites}
 
 
 def _regression_study(

@@ -25,7 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 
-from .pitman_yor import _check_records, _positive_int, _real
+from .._validate import positive_int
+from .pitman_yor import check_real, check_records
 
 __all__ = ["BaselineRelease", "dirichlet_multinomial", "perturbed_histogram", "smoothed_histogram"]
 
@@ -39,16 +40,16 @@ class BaselineRelease(NamedTuple):
 
 
 def _check(x, m, epsilon, bins=None):
-    x = _check_records(x, "x", canonical=False).astype(float)
+    x = check_records(x, "x", canonical=False).astype(float)
     if x.min() < 0 or x.max() > 1:
         raise ValueError("`x` must be a non-empty 1-d array of records in [0, 1] (rescale first).")
-    _positive_int(m, "m")
-    epsilon = _real(epsilon, "epsilon", "a number > 0")
+    m = positive_int(m, "m")
+    epsilon = check_real(epsilon, "epsilon", "a number > 0")
     if not epsilon > 0:
         raise ValueError(f"`epsilon` must be > 0, got {epsilon!r}.")
     if bins is not None and not (isinstance(bins, (int, np.integer)) and bins > 0):
         raise ValueError(f"`bins` must be a positive int, got {bins!r}.")
-    return x
+    return x, m
 
 
 def _from_bins(key, probs, m, bins):
@@ -66,7 +67,7 @@ def smoothed_histogram(rng_key, x, m: int, epsilon: float, bins: int = 10) -> Ba
     >>> round(out.parameter, 4)  # the seed's 0.2321 for n = 39 374, m = 5000, 10 bins
     0.2321
     """
-    x = _check(x, m, epsilon, bins)
+    x, m = _check(x, m, epsilon, bins)
     s = bins / (bins + x.size * np.expm1(epsilon / m))
     counts = np.bincount(np.minimum((x * bins).astype(int), bins - 1), minlength=bins)
     probs = (1 - s) * counts / x.size + s / bins
@@ -78,7 +79,7 @@ def perturbed_histogram(rng_key, x, m: int, epsilon: float, bins: int = 10) -> B
 
     Simulation-only comparison, not for publishing: the Laplace noise is drawn in floating point,
     which is not ε-DP (Mironov 2012; see the module docstring)."""
-    x = _check(x, m, epsilon, bins)
+    x, m = _check(x, m, epsilon, bins)
     k_noise, k_draw = random.split(rng_key)
     counts = np.bincount(np.minimum((x * bins).astype(int), bins - 1), minlength=bins)
     noisy = np.maximum(counts + 2.0 / epsilon * np.asarray(random.laplace(k_noise, (bins,))), 0.0)
@@ -90,7 +91,7 @@ def dirichlet_multinomial(rng_key, x, m: int, epsilon: float, alpha_min: float =
     """Dirichlet–multinomial over the observed values with the smallest admissible prior;
     ``parameter`` is the vector α. Simulation-only comparison: floating-point sampling, not for
     publishing (see the module docstring)."""
-    x = _check(x, m, epsilon)
+    x, m = _check(x, m, epsilon)
     values, counts = np.unique(x, return_counts=True)
     alpha = np.maximum(alpha_min, m / np.expm1(epsilon) - counts)
     k_q, k_d = random.split(rng_key)

@@ -17,7 +17,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import gammaln, logsumexp
 
-from .pitman_yor import _as_partition, _positive_int, _real, check_pitman_yor, predictive_release
+from .._validate import positive_int
+from .pitman_yor import as_partition, check_pitman_yor, check_real, predictive_release
 
 __all__ = [
     "discovery_probability",
@@ -61,8 +62,8 @@ def empirical_bayes_theta(data, sigma: float = 0.0, bounds=(1e-6, 1e6)) -> float
     >>> round(empirical_bayes_theta([0.1] * 5 + [0.2] * 3 + [0.3, 0.4]), 3)
     1.956
     """
-    counts = _as_partition(data).counts.astype(float)
-    sigma = _real(sigma, "sigma", "a number in [0, 1)")
+    counts = as_partition(data).counts.astype(float)
+    sigma = check_real(sigma, "sigma", "a number in [0, 1)")
     if not 0 <= sigma < 1:
         raise ValueError(f"`sigma` must be in [0, 1), got {sigma}.")
     if np.ndim(bounds) != 1 or np.size(bounds) != 2 or not 0 < float(bounds[0]) < float(bounds[1]) < np.inf:
@@ -82,7 +83,7 @@ def log_factorial_coefficients(n: int, sigma: float, gamma=0.0, kmax: int | None
     Row n + 1 at k uses row n at k and k − 1 only, so truncating at kmax is exact: O(n · kmax)."""
     gamma = np.asarray(gamma, dtype=float)
     n = _nonnegative_int(n, "n")
-    sigma = _real(sigma, "sigma", "a number in (0, 1)")
+    sigma = check_real(sigma, "sigma", "a number in (0, 1)")
     if not 0 < sigma < 1:
         raise ValueError(f"`sigma` must be in (0, 1), got {sigma}.")
     if not np.all(gamma <= 0):  # also rejects NaN
@@ -105,7 +106,7 @@ def log_factorial_coefficients(n: int, sigma: float, gamma=0.0, kmax: int | None
 def new_values_law(n: int, j: int, m: int, sigma: float, theta: float) -> np.ndarray:
     """P[K_m⁽ⁿ⁾ = k | K_n = j], k = 0…m (Lijoi et al., 2007): the law of the number of new values in
     m predictive draws given j values among n records; σ ∈ (0, 1)."""
-    n, j, m = _positive_int(n, "n"), _positive_int(j, "j"), _positive_int(m, "m")
+    n, j, m = positive_int(n, "n"), positive_int(j, "j"), positive_int(m, "m")
     if j > n:
         raise ValueError(f"`j` (values among the n records) must be <= n, got j={j}, n={n}.")
     check_pitman_yor(sigma, theta, j)
@@ -127,7 +128,7 @@ def discovery_probability(n: int, m: int, k: int, sigma: float, theta: float) ->
     check_pitman_yor(sigma, theta)
     if not 0 < float(sigma) < 1:
         raise ValueError(f"`sigma` must be in (0, 1) for the discovery-probability estimator, got {sigma}.")
-    n, m, k = _positive_int(n, "n"), _positive_int(m, "m"), _nonnegative_int(k, "k")
+    n, m, k = positive_int(n, "n"), positive_int(m, "m"), _nonnegative_int(k, "k")
     if not (0 <= k <= m and n > 0 and m > 0):
         raise ValueError(f"need n > 0, m > 0 and 0 <= k <= m; got n={n}, m={m}, k={k}.")
     a = theta / sigma + 1
@@ -161,5 +162,5 @@ def posterior_predictive(rng_key, released, num_samples: int, sigma: float, thet
     """Draws from the posterior predictive of PY(σ, θ, H) given the *released* records only: by
     exchangeability (§6.1) it equals the predictive given the confidential data and the release,
     with the confidential data integrated out."""
-    released = _as_partition(released, "released")
+    released = as_partition(released, "released")
     return predictive_release(rng_key, released, num_samples, sigma, theta, base).values

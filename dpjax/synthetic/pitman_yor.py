@@ -20,6 +20,7 @@ import numpyro.distributions as dist
 from jax import lax, random
 from scipy.special import gammaln
 
+from .._validate import positive_int
 from ..mechanisms.base import check_key
 
 __all__ = [
@@ -79,11 +80,11 @@ def partition(x) -> Partition:
     >>> partition([0.2, 0.5, 0.2]).counts
     array([2, 1])
     """
-    values, counts = np.unique(_check_records(x, "x"), return_counts=True)
+    values, counts = np.unique(check_records(x, "x"), return_counts=True)
     return Partition(values, counts)
 
 
-def _check_records(x, name="x", *, canonical=True) -> np.ndarray:
+def check_records(x, name="x", *, canonical=True) -> np.ndarray:
     """``x`` as a non-empty 1-d array of finite real records, in JAX's default dtype when
     ``canonical`` (float32/int32 unless x64 is on). Raises ``ValueError`` naming ``name`` for
     non-numeric, NaN or infinite records, and for records that are distinct as given but would
@@ -132,7 +133,7 @@ def _check_records(x, name="x", *, canonical=True) -> np.ndarray:
     return y
 
 
-def _real(value, name, what):
+def check_real(value, name, what):
     """``float(value)`` for a real scalar, else ``ValueError`` saying it must be ``what``."""
     if isinstance(value, (str, bytes)) or np.ndim(value) != 0:
         raise ValueError(f"`{name}` must be {what}, got {value!r}.")
@@ -146,8 +147,8 @@ def check_pitman_yor(sigma, theta, num_values=None):
     """Raise ``ValueError`` unless (σ, θ) is a valid PY pair: σ ∈ [0, 1) and θ > −σ, or σ < 0 and
     θ = z|σ| for an integer z ≥ 1 (at least the ``num_values`` already observed). Both must be
     finite numbers (θ → ∞, every record a fresh draw from H, is not supported)."""
-    sigma = _real(sigma, "sigma", "a finite number in (-inf, 1)")
-    theta = _real(theta, "theta", "a finite number")
+    sigma = check_real(sigma, "sigma", "a finite number in (-inf, 1)")
+    theta = check_real(theta, "theta", "a finite number")
     if not (np.isfinite(sigma) and sigma < 1):
         raise ValueError(f"`sigma` must be a finite number in (-inf, 1), got {sigma}.")
     if not np.isfinite(theta):
@@ -168,7 +169,7 @@ def check_pitman_yor(sigma, theta, num_values=None):
         )
 
 
-def _check_base(base):
+def check_base(base):
     """H: Uniform(0, 1) for ``None``, else a NumPyro distribution over scalar records."""
     if base is None:
         return dist.Uniform(0.0, 1.0)
@@ -185,13 +186,7 @@ def _check_base(base):
     return base
 
 
-def _positive_int(value, name):
-    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, (int, np.integer)) and value > 0):
-        raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
-    return int(value)
-
-
-def _as_partition(data, name="data") -> Partition:
+def as_partition(data, name="data") -> Partition:
     """``data`` (records, or a :class:`Partition`) as a validated partition in JAX's default dtype."""
     if isinstance(data, Partition):
         counts = np.asarray(data.counts)
@@ -207,16 +202,16 @@ def _as_partition(data, name="data") -> Partition:
             or np.any(counts != np.round(counts))
         ):
             raise ValueError("`data.counts` must be a non-empty 1-d array of positive integers.")
-        given = _check_records(data.values, "data.values", canonical=False)
+        given = check_records(data.values, "data.values", canonical=False)
         if given.shape != counts.shape or np.unique(given).size != given.size:
             raise ValueError("`data.values` must hold one distinct value per entry of `data.counts`.")
-        values = _check_records(given, "data.values")
+        values = check_records(given, "data.values")
         return Partition(values, counts.astype(np.int32))
-    values, counts = np.unique(_check_records(data, name), return_counts=True)
+    values, counts = np.unique(check_records(data, name), return_counts=True)
     return Partition(values, counts)
 
 
-def _urn(key, counts, num_records, m, sigma, theta):
+def urn_draws(key, counts, num_records, m, sigma, theta):
     """Labels of m predictive draws given cluster ``counts``. ``counts`` may be zero-padded at the
     end and ``num_records`` (static) may exceed their sum, so that datasets of similar size share
     one compiled function; the real numbers of values and records are read from ``counts``."""
@@ -311,10 +306,10 @@ def predictive_urn(rng_key, data, m: int, sigma: float, theta: float, base=None)
     8
     """
     check_key(rng_key)
-    data = _as_partition(data)
-    m = _positive_int(m, "m")
+    data = as_partition(data)
+    m = positive_int(m, "m")
     check_pitman_yor(sigma, theta, len(data.counts))
-    base = _check_base(base)
+    base = check_base(base)
     return _release(
         rng_key,
         jnp.asarray(data.values),
@@ -337,7 +332,7 @@ def _publication_key(rng_key):
 
 def _release(key, values, counts, num_records, m, sigma, theta, base):
     k_urn, k_base = random.split(key)
-    labels, counts_all, k = _urn(k_urn, counts, num_records, m, sigma, theta)
+    labels, counts_all, k = urn_draws(k_urn, counts, num_records, m, sigma, theta)
     k0 = values.shape[0]
     new_values = base.sample(k_base, (m,)).astype(jnp.result_type(values.dtype, jnp.float32))
     values_out = jnp.where(
@@ -357,9 +352,9 @@ def sample_pitman_yor(rng_key, n: int, sigma: float, theta: float, base=None) ->
     >>> sample_pitman_yor(jax.random.key(0), 50, 0.5, 3.0).shape
     (50,)
     """
-    n = _positive_int(n, "n")
+    n = positive_int(n, "n")
     check_pitman_yor(sigma, theta)
-    base = _check_base(base)
+    base = check_base(base)
     k_first, k_rest = random.split(rng_key)
     first = base.sample(k_first, (1,))
     if n == 1:
@@ -379,10 +374,10 @@ def log_predictive_density(z, data, sigma: float, theta: float, base=None) -> fl
     >>> float(log_predictive_density([0.1], [0.1, 0.1, 0.4], sigma=0.0, theta=1.0))  # log(2/4)
     -0.6931...
     """
-    data = _as_partition(data)
+    data = as_partition(data)
     check_pitman_yor(sigma, theta, len(data.counts))
-    base = _check_base(base)
-    z = _check_records(z, "z")
+    base = check_base(base)
+    z = check_records(z, "z")
     old = np.isin(z, data.values)
     s_old = np.array([np.sum(z == v) for v in data.values])
     new_values, s_new = np.unique(z[~old], return_counts=True)

@@ -19,16 +19,16 @@ import numpy as np
 from jax import random
 from scipy.stats import norm
 
+from .._validate import positive_int
 from .pitman_yor import (
-    _as_partition,
-    _check_base,
-    _check_records,
-    _positive_int,
-    _real,
-    _urn,
+    as_partition,
+    check_base,
     check_pitman_yor,
+    check_real,
+    check_records,
     log_predictive_density,
     predictive_release,
+    urn_draws,
 )
 
 __all__ = [
@@ -93,7 +93,7 @@ def _delta(key, counts, num_records, m, sigma, theta, epsilons, num_draws, densi
     padded = jnp.concatenate([counts, jnp.zeros(m, counts.dtype)])
 
     def one(k):
-        _, s_all, k_total = _urn(k, counts, num_records, m, sigma, theta)
+        _, s_all, k_total = urn_draws(k, counts, num_records, m, sigma, theta)
         s_all = s_all - padded
         # σ = 0 only (σ > 0 refuses them): a value seen once that is not redrawn passes as a value seen
         # twice with S = 0 (ratio 1); a redrawn one keeps nᵢ = 1 and fails the count condition Sᵢ ≤ 0
@@ -150,16 +150,16 @@ def delta_tilde(
     >>> est.delta.round(3).tolist()
     [0.0, 0.0]
     """
-    data = _as_partition(data)
+    data = as_partition(data)
     check_pitman_yor(sigma, theta, len(data.counts))
     _check_counts(data.counts, sigma)
-    m = _positive_int(m, "m")
+    m = positive_int(m, "m")
     if not (isinstance(num_draws, int) and num_draws >= 100 and num_draws % 100 == 0):
         raise ValueError(f"`num_draws` must be a positive multiple of 100, got {num_draws!r}.")
     eps = _epsilons(epsilon)
     if np.ndim(density_bounds) != 1 or np.size(density_bounds) != 2:
         raise ValueError(f"`density_bounds` must be a pair (C1, C2), got {density_bounds!r}.")
-    c1, c2 = (_real(c, "density_bounds", "a pair of numbers 0 < C1 <= C2") for c in density_bounds)
+    c1, c2 = (check_real(c, "density_bounds", "a pair of numbers 0 < C1 <= C2") for c in density_bounds)
     if not 0 < c1 <= c2 < np.inf:
         raise ValueError(f"`density_bounds` must be 0 < C1 <= C2, got {density_bounds!r}.")
     counts = np.zeros(_bucket(data.counts.size), np.int32)
@@ -189,12 +189,12 @@ def negative_sigma_epsilon(data, m: int, sigma: float) -> float:
     >>> round(negative_sigma_epsilon([0.1] * 30 + [0.7] * 40, m=10, sigma=-1.0), 4)
     0.2877
     """
-    data = _as_partition(data)
-    sigma = _real(sigma, "sigma", "a finite number < 0")
+    data = as_partition(data)
+    sigma = check_real(sigma, "sigma", "a finite number < 0")
     if not -np.inf < sigma < 0:
         raise ValueError(f"Proposition 4.1 needs a finite `sigma` < 0, got {sigma}.")
     _check_counts(data.counts, 0.0)
-    m = _positive_int(m, "m")
+    m = positive_int(m, "m")
     return float(np.log1p(m / (-sigma + data.counts.min() - 1)))
 
 
@@ -203,15 +203,15 @@ def max_release_size(rng_key, data, sigma, theta, epsilon, delta, *, m_max=100_0
     grows with m), or 0 if even m = 1 fails. For σ < 0 (θ = z|σ|, z ≥ the observed values),
     Proposition 4.1's closed form, m < (e^ε − 1)(|σ| + min nᵢ − 1), capped at ``m_max`` (``delta``
     unused)."""
-    data = _as_partition(data)
+    data = as_partition(data)
     check_pitman_yor(sigma, theta, len(data.counts))
-    epsilon = _real(epsilon, "epsilon", "a number > 0")
+    epsilon = check_real(epsilon, "epsilon", "a number > 0")
     if not epsilon > 0:
         raise ValueError(f"`epsilon` must be a number > 0, got {epsilon}.")
-    delta = _real(delta, "delta", "a number")
+    delta = check_real(delta, "delta", "a number")
     if np.isnan(delta):
         raise ValueError(f"`delta` must be a number, got {delta}.")
-    m_max = _positive_int(m_max, "m_max")
+    m_max = positive_int(m_max, "m_max")
     if sigma < 0:
         _check_counts(data.counts, 0.0)
         bound = np.expm1(epsilon) * (-sigma + data.counts.min() - 1)
@@ -234,7 +234,7 @@ def max_release_size(rng_key, data, sigma, theta, epsilon, delta, *, m_max=100_0
 def admissible_theta(rng_key, data, m, sigma, epsilon, delta, thetas, *, num_draws=10_000, **kw):
     """``(thetas, upper)``: the θ of the grid whose δ̃(ε) upper error bar is ≤ ``delta``, and the
     upper bars of the whole grid."""
-    data = _as_partition(data)
+    data = as_partition(data)
     if np.ndim(epsilon) != 0:
         raise ValueError(f"`epsilon` must be a single number > 0, got {epsilon!r}.")
     thetas = np.atleast_1d(np.asarray(thetas))
@@ -254,12 +254,12 @@ def density_ratios(rng_key, x, m, sigma, theta, *, num_synthetic=100, num_neighb
     the last record of x by (t = 0) another value of x, (t = 1) a value of z, or (t = 2) a fresh
     draw from H, with t uniform on {0, 1, 2}. Returns ``(log_ratios, neighbour_types)``, both shaped
     (num_synthetic, num_neighbours)."""
-    x = _check_records(x, "x")
+    x = check_records(x, "x")
     check_pitman_yor(sigma, theta)
-    m = _positive_int(m, "m")
-    num_synthetic = _positive_int(num_synthetic, "num_synthetic")
-    num_neighbours = _positive_int(num_neighbours, "num_neighbours")
-    base = _check_base(base)
+    m = positive_int(m, "m")
+    num_synthetic = positive_int(num_synthetic, "num_synthetic")
+    num_neighbours = positive_int(num_neighbours, "num_neighbours")
+    base = check_base(base)
     rng = np.random.default_rng(np.asarray(random.key_data(rng_key)))
     types = rng.integers(3, size=(num_synthetic, num_neighbours))
     ratios = np.empty(types.shape)

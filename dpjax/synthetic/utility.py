@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import gaussian_kde, wasserstein_distance
 
-from .pitman_yor import _check_records
+from .pitman_yor import check_records
 
 __all__ = ["kde_l2", "summary", "wasserstein1"]
 
 
 def _records(x, name):
     """Finite real records as float64 on the host (NaN would give NaN metrics silently)."""
-    return _check_records(x, name, canonical=False).astype(float)
+    return check_records(x, name, canonical=False).astype(float)
 
 
 def wasserstein1(x, z) -> float:
