@@ -5,6 +5,7 @@ Each registered experiment with a ``benchmarks/results/<name>.json`` gets ``resu
 (:func:`dpjax.reproduce.summary_table`), which marks every file produced by other code than HEAD's."""
 
 import json
+import re
 from pathlib import Path
 
 from mkdocs.structure.files import File
@@ -23,6 +24,11 @@ the code of this version of dpjax.
 
 """
 
+
+# the docstrings' Sphinx roles (:func:`dpjax.privatized`, :class:`~dpjax.infer.DAState`) as rendered by
+# mkdocstrings: a role name before inline code; they become cross-references (plain code where the
+# target is not documented; ``~`` shows the last name only, as in Sphinx)
+ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|obj|exc|const):<code>(~?)([^<]+)</code>")
 
 STATIC = [("Guo et al., Figure 1", "results/guo-figure1.md"), ("Not reproduced, and why", "results/not-reproduced.md")]
 
@@ -54,3 +60,14 @@ def on_files(files, config):
     index = INTRO + summary_table(RESULTS, link="./") + notes
     files.append(File.generated(config, "results/index.md", content=index))
     return files
+
+
+def on_page_content(html, page, config, files):
+    """Sphinx roles in the rendered docstrings become autorefs cross-references."""
+
+    def reference(match):
+        short, target = match[1], match[2].strip()
+        title = target.rsplit(".", 1)[-1] if short else target
+        return f'<autoref identifier="{target}" optional><code>{title}</code></autoref>'
+
+    return ROLE.sub(reference, html)

@@ -28,6 +28,8 @@ def test_docs_build_strict(tmp_path):
     pages = {p.relative_to(site).as_posix(): p.read_text() for p in site.rglob("*.html")}
     for name, page in pages.items():
         assert "Traceback (most recent call last)" not in page, f"{name}: a cookbook example raised"
+        # docstrings' Sphinx roles become links (docs/hooks.py), never text like ":func:"
+        assert not re.search(r":(func|class|mod|data|meth|attr|obj|exc|const):<code>", page), name
     cookbook = [n for n in pages if n.startswith("cookbook/") and n != "cookbook/index.html"]
     assert len(cookbook) >= 8, sorted(pages)
     # every registered experiment with a results file has its page, rendered from the JSON
@@ -38,6 +40,7 @@ def test_docs_build_strict(tmp_path):
             assert re.search("dpjax next to the seed", pages[f"results/{name}/index.html"])
     assert "verdicts passed" in pages["results/index.html"]
     assert "DataAugmentationKernel" in pages["api/infer/index.html"]
+    assert 'href="../model/#dpjax.privatized"' in pages["api/infer/index.html"]
 
 
 def test_notebooks_are_stored_executed():
