@@ -97,6 +97,14 @@ def _mcmc(kernel, *args, num_warmup=15, num_samples=10, num_chains=1):
     return mcmc.get_samples()
 
 
+def _mcem(e_step):
+    kwargs = dict(num_particles=(200, 400), tolerances=(1e-1, 1e-2), max_iterations=6, progress_bar=False)
+    fit = mcem(
+        jax.random.key(7), bernoulli, {"p": 0.8}, 12.3, e_step=e_step, m_step=bernoulli_m_step, **kwargs
+    )
+    return fit.history
+
+
 def _sem_m_step(records, params):
     return {"p": jnp.mean(records["x"])}
 
@@ -131,34 +139,8 @@ CASES = {
             jax.random.key(7), discrete_bernoulli, 12.0, num_samples=15, batch_size=500, progress_bar=False
         ).samples
     ),
-    "mcem_importance": lambda: (
-        mcem(
-            jax.random.key(7),
-            bernoulli,
-            {"p": 0.8},
-            12.3,
-            e_step="importance",
-            num_particles=(200, 400),
-            tolerances=(1e-1, 1e-2),
-            max_iterations=6,
-            m_step=bernoulli_m_step,
-            progress_bar=False,
-        ).history
-    ),  # fmt: skip
-    "mcem_mcmc": lambda: (
-        mcem(
-            jax.random.key(7),
-            bernoulli,
-            {"p": 0.8},
-            12.3,
-            e_step="mcmc",
-            num_particles=(200, 400),
-            tolerances=(1e-1, 1e-2),
-            max_iterations=6,
-            m_step=bernoulli_m_step,
-            progress_bar=False,
-        ).history
-    ),  # fmt: skip
+    "mcem_importance": lambda: _mcem("importance"),
+    "mcem_mcmc": lambda: _mcem("mcmc"),
     "stochastic_em": lambda: (
         stochastic_em(
             jax.random.key(7),
