@@ -19,6 +19,7 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 from numpyro.infer import MCMC
+from oracles import bernoulli_model  # the Beta–Bernoulli count under discrete Laplace noise
 
 import dpjax
 from dpjax.infer import (
@@ -41,14 +42,6 @@ def bernoulli(s_dp=None, n=30):
     with numpyro.plate("people", n):
         x = numpyro.sample("x", dist.Bernoulli(p))
     dpjax.privatized("count", LAPLACE, lambda r: r["x"], {"x": x}, plate="people", obs=s_dp)
-
-
-def discrete_bernoulli(s_dp=None):
-    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
-    with numpyro.plate("people", 30):
-        x = numpyro.sample("x", dist.Bernoulli(p))
-    mech = dpjax.DiscreteLaplaceMechanism(epsilon=0.5)
-    dpjax.privatized("count", mech, lambda r: r["x"], {"x": x}, plate="people", obs=s_dp)
 
 
 def normal_sum(s_dp=None):
@@ -136,7 +129,7 @@ CASES = {
     "pm": lambda: _mcmc(PseudoMarginalABC(bernoulli, num_simulations=8), 12.3),
     "exact_abc": lambda: (
         exact_abc(
-            jax.random.key(7), discrete_bernoulli, 12.0, num_samples=15, batch_size=500, progress_bar=False
+            jax.random.key(7), bernoulli_model, 12.0, num_samples=15, batch_size=500, progress_bar=False
         ).samples
     ),
     "mcem_importance": lambda: _mcem("importance"),
