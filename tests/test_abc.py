@@ -340,3 +340,15 @@ def test_exact_abc_compiles_its_loop_once(caplog):
         )  # fmt: skip
     assert out.samples["theta"].shape == (3000,)
     assert sum("Compiling jit(run)" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_exact_abc_warns_nothing_about_its_counters_in_float32():
+    """Its loop counters are the canonical int: under 32-bit JAX a request for int64 warned "Explicitly
+    requested dtype int64 … will be truncated" on every call."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        key, release = jax.random.key(0), jnp.array(11.0)
+        out = exact_abc(key, bernoulli_model, release, num_samples=5, progress_bar=False)
+    assert out.samples["p"].shape == (5,)
