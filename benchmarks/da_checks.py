@@ -62,7 +62,8 @@ class WithoutWarmupCheck(DataAugmentationKernel):
 
 def compiled(kernel, args, iterations, move_rate=True):
     state = kernel.init(jax.random.key(0), 1000, None, args, {})
-    kernel._discrete_records &= move_rate  # off: every proposal in the sweep, one rate (the earlier sweep)
+    # off: every proposal in the sweep, one rate (the earlier sweep)
+    kernel._spec = kernel._spec._replace(discrete_records=kernel._spec.discrete_records and move_rate)
     loop = lambda s: lax.fori_loop(0, iterations, lambda i, s: kernel.sample(s, args, {}), s)
     return jax.jit(loop).lower(state).compile(), state
 

@@ -40,7 +40,7 @@ def curve(kernel, model, args, state, key):
     theta, n = {"alpha": state.z["alpha"]}, state.z["n"]
     noise = noise_of(key, model, {**theta, "n": n}, state.records, args, {})
     dtypes = {k: v.dtype for k, v in state.records.items()}
-    phi, target = unconstrained_target(model, noise, dtypes, kernel._supports, theta, args, {})
+    phi, target = unconstrained_target(model, noise, dtypes, kernel._spec.supports, theta, args, {})
     statistic = kernel._ridge_statistic({})
     S = jax.jit(lambda p, m: statistic(target(p, {"n": m}, releases=False)[2], m))
     jac = jax.jit(jax.jacfwd(S))

@@ -474,3 +474,27 @@ def test_arviz_with_stored_records_has_release_log_likelihood():
     assert idata.posterior["x"].shape == (2, 30, 20)
     assert idata.log_likelihood["total"].shape == (2, 30)  # log η(s | T(x)) of each stored database
     assert float(np.asarray(idata.observed_data["total"]).squeeze()) == 5.0
+
+
+@pytest.mark.parametrize("kernel_type", ["da", "rj"])
+def test_a_vmapped_trace_leaves_no_traced_value_on_the_kernel(kernel_type):
+    """The kernel keeps only static metadata of its model (ModelSpec): vmapping a chain over ε (a
+    model argument that sets the mechanism's scale) under jax.eval_shape leaves no tracer on it
+    (NumPyro's rule for prototype traces; before ModelSpec, the spec held the mechanism's scale)."""
+
+    def model(eps, s_dp=None):
+        p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+        n = numpyro.sample("n", dist.DiscreteUniform(1, 30)) if kernel_type == "rj" else 20
+        people = dpjax.records_plate("people", n, 30) if kernel_type == "rj" else numpyro.plate("people", n)
+        with people:
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        mech = dpjax.LaplaceMechanism(epsilon=eps, sensitivity=1.0)
+        plate = people if kernel_type == "rj" else "people"
+        dpjax.privatized("count", mech, lambda r: r["x"], {"x": x}, plate=plate, obs=s_dp)
+
+    kind = dpjax.infer.ReversibleJumpKernel if kernel_type == "rj" else DataAugmentationKernel
+    kernel = kind(model, noncentred_moves=0)
+    chain = lambda key, eps: run_chain(kernel, key, (eps, 7.0), num_warmup=2, num_samples=2)
+    jax.eval_shape(jax.vmap(chain), jax.random.split(jax.random.key(0), 2), jnp.array([0.5, 1.0]))
+    leaves = jax.tree.leaves(vars(kernel), is_leaf=lambda x: isinstance(x, jax.core.Tracer))
+    assert not [leaf for leaf in leaves if isinstance(leaf, jax.core.Tracer)]

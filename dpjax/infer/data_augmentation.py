@@ -30,7 +30,6 @@ from numpyro.util import is_prng_key
 from ..mechanisms.base import check_key, concrete
 from ..primitives import (
     INFER_KEY,
-    SiteRoles,
     allow_overflow,
     integer_statistics,
     record_statistics,
@@ -73,6 +72,7 @@ from .rules import (
 )
 from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
+from .spec import ModelSpec, mechanisms, model_spec
 
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
 
@@ -149,19 +149,6 @@ def _sweep_density(mechanism, release):
     if mechanism.additive:
         return mechanism.log_noise_density
     return lambda r: mechanism.log_density(release, release - r)
-
-
-def _counts_records(statistic, records) -> bool:
-    """Whether the per-record statistic is 1 for every record (a noisy n), probed on concrete records
-    of the same shapes (all 0, all 1, all ½): the trace's records are tracers when ``init`` runs
-    under ``jit``/``vmap`` (a study), and the chain must still start at the noisy n there."""
-    with jax.ensure_compile_time_eval():
-        for fill in (0.0, 1.0, 0.5):
-            probe = {k: jnp.full(jnp.shape(v), fill).astype(jnp.result_type(v)) for k, v in records.items()}
-            t = record_statistics(statistic, probe)
-            if t.ndim != 1 or not np.all(np.asarray(t) == 1):
-                return False
-    return True
 
 
 def _theta_given_records(model, *args, **kwargs):
@@ -330,16 +317,11 @@ class DataAugmentationKernel(PerChainKernel):
         self._record_update = record_update
         # static, resolved at `init`
         self._num_moves = 0
-        self._supports = None
         self._num_warmup = 0
-        self._spec: SiteRoles | None = None
+        self._spec: ModelSpec | None = None
         self._size_moves = 0  # birth/death moves of an unknown n per iteration (ReversibleJumpKernel)
         self._size_jumps = 0  # its moves of many records at once per iteration
         self._held_for = 0  # first iterations without them (ReversibleJumpKernel's hold_size)
-        self._size_site: tuple[str, ...] = ()
-        self._size_bounds = (0, 0)
-        self._size_release: int | None = None
-        self._size_support: dict = {}
         #: what the ``"auto"`` pilot measured and chose (None when no pilot ran)
         self.moves_pilot: MovesPilot | None = None
 
@@ -374,7 +356,7 @@ class DataAugmentationKernel(PerChainKernel):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"
         if self._inner is not None:
             text += f" | θ: {self._inner.get_diagnostics_str(state.theta_state)}"
-        if self._size_site:
+        if self._spec.size_sites:
             text += (
                 f" | n: birth {float(state.birth_accept_rate):.2f},"
                 f" death {float(state.death_accept_rate):.2f}"
@@ -409,11 +391,11 @@ class DataAugmentationKernel(PerChainKernel):
         model's arguments), the chain's validity at them, and the inner sampler's cached potential
         and gradient (with the records conditioned). Deterministic: θ and the records are kept."""
         spec = self._spec
-        given = {k: state.z[k] for k in spec.theta + self._size_site}
-        public, releases, active = self._observed(given, state.records, model_args, model_kwargs)
+        given = {k: state.z[k] for k in spec.theta + self._spec.size_sites}
+        public, releases, active, mechs = self._observed(given, state.records, model_args, model_kwargs)
         statistics = self._statistics(public, state.records, active)
         statistics = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in statistics.items()}
-        log_eta = self._log_eta(releases, statistics)
+        log_eta = self._log_eta(mechs, releases, statistics)
         theta_state = state.theta_state
         if self._inner is not None:
             kw = with_conditioning(model_kwargs, {**state.records, **self._size(state.z)})
@@ -427,22 +409,21 @@ class DataAugmentationKernel(PerChainKernel):
         # static structure and host-side checks, once, outside any vmap over chains
         with allow_overflow():  # n drawn from its prior may exceed the capacity; the chain starts inside
             tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
-            self._spec = site_roles(tr)
-            check_records_feed_only_releases(self._model, tr, self._spec, model_args, model_kwargs)
+            roles = site_roles(tr)  # with the mechanisms, for the host-side checks only
+            self._spec = model_spec(tr)
+            check_records_feed_only_releases(self._model, tr, roles, model_args, model_kwargs)
             check_release_reads_records(
-                self._model, tr, self._spec, model_args, model_kwargs, engine=type(self).__name__
+                self._model, tr, roles, model_args, model_kwargs, engine=type(self).__name__
             )
-        self._resolve_size(tr)
+        self._check_size()
         if self._needs_exchangeable():
-            why = "ReversibleJumpKernel (its births)" if self._size_site else "record_update='soma'"
-            check_exchangeable(
-                self._model, tr, self._spec, self._capacity(), model_args, model_kwargs, why=why
-            )
+            why = "ReversibleJumpKernel (its births)" if self._spec.size else "record_update='soma'"
+            check_exchangeable(self._model, tr, roles, self._capacity(), model_args, model_kwargs, why=why)
         self._check_model(tr)
         self._resolve_noncentred(tr, num_warmup)
         spec = self._spec
-        sites = spec.theta + spec.latent_records + self._size_site
-        check_init_params(init_params, {**self._supports, **self._size_support}, allowed=sites)
+        sites = spec.theta + spec.latent_records + self._spec.size_sites
+        check_init_params(init_params, spec.supports, allowed=sites)
         init_one = partial(self._init_one, model_args=model_args, model_kwargs=model_kwargs)
         state = self._start(rng_key, init_one, init_params)
         if concrete(state.valid) and not np.all(state.valid):
@@ -452,7 +433,7 @@ class DataAugmentationKernel(PerChainKernel):
                 "against the mechanism (an integer mechanism needs an integer release) and `init_params`."
             )
         self._check_round_off(state, model_args, model_kwargs)
-        if self._noncentred == "auto" and self._num_moves and not self._size_site:
+        if self._noncentred == "auto" and self._num_moves and not self._spec.size_sites:
             if init_params is not None and not is_prng_key(rng_key):  # one chain's, for the pilot's chains
                 init_params = jax.tree.map(lambda v: v[0], init_params)
             self.moves_pilot = self._pilot(init_one, init_params, model_args, model_kwargs)
@@ -464,11 +445,11 @@ class DataAugmentationKernel(PerChainKernel):
     # ---------------------------------------------------------------- internals
     def _needs_exchangeable(self) -> bool:
         """Whether records are drawn for one slot and used in another: births, SOMA's offers."""
-        return bool(self._size_site) or self._record_update == "soma"
+        return bool(self._spec.size_sites) or self._record_update == "soma"
 
     def _capacity(self):
         """The records plate's capacity with an unknown n, else None."""
-        return self._size_bounds[1] if self._size_site else None
+        return self._spec.size_bounds[1] if self._spec.size_sites else None
 
     def _check_round_off(self, state, model_args, model_kwargs):
         """Warn when, at the start, float32 round-off in log p(θ | x) is large enough to stall the
@@ -517,7 +498,7 @@ class DataAugmentationKernel(PerChainKernel):
         )
 
         def flat_theta(z):
-            return ravel_pytree({k: biject_to(self._supports[k]).inv(z[k]) for k in self._spec.theta})[0]
+            return ravel_pytree({k: biject_to(self._spec.supports[k]).inv(z[k]) for k in self._spec.theta})[0]
 
         def run(states, use_moves):
             one = partial(
@@ -561,18 +542,19 @@ class DataAugmentationKernel(PerChainKernel):
         public = {k: tr[k]["value"] for k in self._spec.public_records}
         first = self._spec.privatized[0][0]
         active = tr[first]["infer"][INFER_KEY].active
-        return public, tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized), active
+        releases = tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized)
+        return public, releases, active, mechanisms(tr, self._spec)
 
     def _statistics(self, public, records, active):
         """``{site: T}`` of the database ``public`` ∪ ``records``."""
         t_now = self._per_record({**public, **records}, active)
         return {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
 
-    def _log_eta(self, releases, statistics):
+    def _log_eta(self, mechs, releases, statistics):
         """log η(s | T) summed over the privatized sites."""
         return sum(
-            jnp.sum(info.mechanism.log_density(s, statistics[n]))
-            for (n, info), s in zip(self._spec.privatized, releases)
+            jnp.sum(mechanism.log_density(s, statistics[n]))
+            for (n, _), mechanism, s in zip(self._spec.privatized, mechs, releases)
         )
 
     def _per_record(self, full_records, active):
@@ -587,25 +569,25 @@ class DataAugmentationKernel(PerChainKernel):
     def _initial_jump_scale(self, tr, size):
         """σ of the size jumps at the start: the noise sd of a noisy n (n's posterior spread is at most
         about that), else √n; at least 1, at most a quarter of the capacity. 0 with a known n."""
-        if not self._size_site:
+        if not self._spec.size_sites:
             return jnp.array(0.0)
         (n,) = size.values()
         spread = jnp.sqrt(jnp.asarray(n, jnp.result_type(float)))
-        if self._size_release is not None:
-            mechanism = tr[self._spec.privatized[self._size_release][0]]["infer"][INFER_KEY].mechanism
+        if self._spec.size_release is not None:
+            mechanism = tr[self._spec.privatized[self._spec.size_release][0]]["infer"][INFER_KEY].mechanism
             spread = jnp.sqrt(2.0) * jnp.max(jnp.asarray(mechanism.scale, spread.dtype))
-        return jnp.clip(spread, 1.0, max(1.0, self._size_bounds[1] / 4))
+        return jnp.clip(spread, 1.0, max(1.0, self._spec.size_bounds[1] / 4))
 
     def _size(self, z):
         """``{n's site: n}`` with an unknown n, else ``{}``."""
-        return {k: z[k] for k in self._size_site}
+        return {k: z[k] for k in self._spec.size_sites}
 
     def _near_capacity(self, size):
         """n within 1 % of the capacity (False with a known n)."""
-        if not self._size_site:
+        if not self._spec.size_sites:
             return jnp.array(False)
-        capacity = self._size_bounds[1]
-        return jnp.asarray(size[self._size_site[0]]) >= capacity - capacity // 100
+        capacity = self._spec.size_bounds[1]
+        return jnp.asarray(size[self._spec.size_sites[0]]) >= capacity - capacity // 100
 
     def _z(self, theta, size, records):
         return {**theta, **size, **records} if self._store_records else {**theta, **size}
@@ -633,36 +615,36 @@ class DataAugmentationKernel(PerChainKernel):
             tr = prototype_trace(model, key_trace, model_args, model_kwargs)
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
-        size = {k: jnp.asarray(tr[k]["value"]) for k in self._size_site}
+        size = {k: jnp.asarray(tr[k]["value"]) for k in self._spec.size_sites}
         theta_state = ()
         # constrained initial values of θ and/or the latent records (numpyro.infer.Gibbs gives
         # every site of the block)
         records.update({k: jnp.asarray(v, records[k].dtype) for k, v in init_params.items() if k in records})
         theta.update({k: jnp.asarray(init_params[k]) for k in theta if k in init_params})
-        for k in self._size_site:  # n: as given, else the noisy n rounded into n's support
-            lower, capacity = self._size_bounds
+        for k in self._spec.size_sites:  # n: as given, else the noisy n rounded into n's support
+            lower, capacity = self._spec.size_bounds
             start = init_params.get(k)
-            if start is None and self._size_release is not None:
-                start = jnp.round(tr[spec.privatized[self._size_release][0]]["value"])
+            if start is None and self._spec.size_release is not None:
+                start = jnp.round(tr[spec.privatized[self._spec.size_release][0]]["value"])
             start = size[k] if start is None else start
             size[k] = jnp.clip(jnp.asarray(start), lower, capacity).astype(size[k].dtype)
         if self._inner is not None:
             kw = with_conditioning(model_kwargs, {**records, **size})
             unconstrained = None  # the inner NUTS/HMC starts from unconstrained values
             if any(k in init_params for k in spec.theta):
-                unconstrained = {k: biject_to(self._supports[k]).inv(v) for k, v in theta.items()}
+                unconstrained = {k: biject_to(self._spec.supports[k]).inv(v) for k, v in theta.items()}
             with _starting_at(self._inner, theta if given else None):
                 theta_state = self._inner.init(key_inner, self._num_warmup, unconstrained, model_args, kw)
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
-        public, releases, active = self._observed({**theta, **size}, records, model_args, model_kwargs)
+        public, releases, active, mechs = self._observed({**theta, **size}, records, model_args, model_kwargs)
         per_record = self._per_record({**public, **records}, active)
         statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, per_record)}
-        log_eta = self._log_eta(releases, statistics)
+        log_eta = self._log_eta(mechs, releases, statistics)
         nc = self._init_nc(theta) if self._num_moves else ()
         valid = jnp.isfinite(log_eta) & self._theta_ok(theta)
-        for (_, info), t in zip(spec.privatized, per_record):  # checked on the host when concrete
-            valid = valid & integer_statistics(info.mechanism, t)
+        for mechanism, t in zip(mechs, per_record):  # checked on the host when concrete
+            valid = valid & integer_statistics(mechanism, t)
         if self._needs_exchangeable():  # checked in `init` when concrete; here too when traced (jit)
             args = (self._model, spec, {**theta, **size}, records, self._capacity(), model_args, model_kwargs)
             valid = valid & records_exchangeable(*args)
@@ -689,12 +671,11 @@ class DataAugmentationKernel(PerChainKernel):
             rng_key=key_next,
         )
 
-    def _resolve_size(self, tr):
-        """An unknown n (a latent site sizing the records plate): its bounds, and which release (if
-        any) is a noisy n, to start the chain there."""
+    def _check_size(self):
+        """An unknown n (a latent site sizing the records plate) needs the size moves of
+        ReversibleJumpKernel, and its record sweep."""
         size = self._spec.size
         if size is None:
-            self._size_site, self._size_support = (), {}
             return
         if not self._size_moves:
             raise ValueError(
@@ -704,33 +685,10 @@ class DataAugmentationKernel(PerChainKernel):
             )
         if self._record_update != "sweep":
             raise ValueError("`record_update='soma'` is not available with an unknown n yet; use 'sweep'.")
-        info = self._spec.privatized[0][1]
-        capacity = int(info.active.shape[0])
-        support = tr[size]["fn"].support
-        lower = int(getattr(support, "lower_bound", 0)) if concrete(getattr(support, "lower_bound", 0)) else 0
-        if lower < 0:
-            raise ValueError(
-                f"The prior of {size!r}, the number of records, has support from {lower}: a size cannot be "
-                f"negative. Give {size!r} a prior on whole numbers from 0 (e.g. "
-                "DiscreteUniform(1, capacity))."
-            )
-        if lower > capacity:
-            raise ValueError(f"The prior of {size!r} starts at {lower}, beyond the capacity {capacity}.")
-        self._size_site, self._size_bounds = (size,), (max(lower, 0), capacity)
-        self._size_support = {size: support}
-        self._size_release = None
-        for i, (_, info) in enumerate(self._spec.privatized):
-            if _counts_records(info.statistic, {k: tr[k]["value"] for k in info.record_sites}):
-                self._size_release = i
 
     def _check_model(self, tr):
         """Host-side checks that would otherwise give silently wrong draws."""
         spec = self._spec
-        self._supports = {k: tr[k]["fn"].support for k in spec.theta}
-        # only records of discrete sites alone can be proposed again unchanged (continuous: probability 0)
-        self._discrete_records = bool(spec.latent_records) and all(
-            tr[k]["fn"].support.is_discrete for k in spec.latent_records
-        )
         improper = [k for k in spec.theta if isinstance(base_distribution(tr[k]["fn"]), dist.ImproperUniform)]
         # θ held fixed (the MCEM E-step, `held_theta_kernel`): θ's prior is never used, so it may be improper
         if improper and not isinstance(self._theta_update, HeldTheta):
@@ -747,13 +705,13 @@ class DataAugmentationKernel(PerChainKernel):
             )
         if self._theta_update is not None and concrete([s["value"] for s in tr.values() if "value" in s]):
             records = {k: tr[k]["value"] for k in spec.latent_records + spec.public_records}
-            theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta + self._size_site}
+            theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta + self._spec.size_sites}
             new = self._check_theta_update(self._theta_update(random.key(0), records, theta))
-            bad = [k for k in spec.theta if not np.all(np.asarray(self._supports[k](new[k])))]
+            bad = [k for k in spec.theta if not np.all(np.asarray(self._spec.supports[k](new[k])))]
             if bad:
                 raise ValueError(
                     f"`theta_update` returned values outside the support of sites {bad} (e.g. "
-                    f"{bad[0]} = {np.asarray(new[bad[0]])!r}, support {self._supports[bad[0]]})."
+                    f"{bad[0]} = {np.asarray(new[bad[0]])!r}, support {self._spec.supports[bad[0]]})."
                 )
 
     def _check_theta_update(self, new):
@@ -768,13 +726,13 @@ class DataAugmentationKernel(PerChainKernel):
         """θ finite and inside its support."""
         ok = jnp.array(True)
         for k, v in theta.items():
-            ok = ok & jnp.all(self._supports[k](v))
+            ok = ok & jnp.all(self._spec.supports[k](v))
             if jnp.issubdtype(jnp.result_type(v), jnp.floating):
                 ok = ok & jnp.all(jnp.isfinite(v))
         return ok
 
     def _init_nc(self, theta):
-        return init_nc_state(theta, self._supports)
+        return init_nc_state(theta, self._spec.supports)
 
     def _resolve_noncentred(self, tr, num_warmup):
         spec = self._spec
@@ -824,7 +782,7 @@ class DataAugmentationKernel(PerChainKernel):
             records,
             log_eta,
             model=self._model,
-            supports=self._supports,
+            supports=self._spec.supports,
             num_moves=self._num_moves,
             num_warmup=self._num_warmup,
             model_args=model_args,
@@ -837,7 +795,7 @@ class DataAugmentationKernel(PerChainKernel):
         """The inner NUTS/HMC state moved to θ (after moves made outside it)."""
         if self._inner is None:
             return theta_state
-        z = {k: biject_to(self._supports[k]).inv(theta[k]) for k in self._spec.theta}
+        z = {k: biject_to(self._spec.supports[k]).inv(theta[k]) for k in self._spec.theta}
         return theta_state._replace(z={**theta_state.z, **z})
 
     def _sample_one(self, state, model_args, model_kwargs, use_moves=None):
@@ -845,7 +803,9 @@ class DataAugmentationKernel(PerChainKernel):
         key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
         theta = {k: state.z[k] for k in spec.theta}
         size = self._size(state.z)
-        public, releases, active = self._observed({**theta, **size}, state.records, model_args, model_kwargs)
+        public, releases, active, mechs = self._observed(
+            {**theta, **size}, state.records, model_args, model_kwargs
+        )
         theta, theta_state, accept_prob, diverging = self._theta_step(
             key_theta, state, theta, size, public, model_args, model_kwargs
         )
@@ -855,22 +815,22 @@ class DataAugmentationKernel(PerChainKernel):
         t_new = t_fresh if active is None else tuple(_masked(t, active) for t in t_fresh)
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
-        mechanisms = [_sweep_density(info.mechanism, s) for (_, info), s in zip(spec.privatized, releases)]
+        densities = [_sweep_density(mechanism, s) for mechanism, s in zip(mechs, releases)]
         if self._record_update == "soma":
-            result = soma_sweep(key_sweep, t_old, t_new, residuals, mechanisms, active)
+            result = soma_sweep(key_sweep, t_old, t_new, residuals, densities, active)
             records = place_records(result.source, proposals, state.records)
             accept_rate, move_rate = result.accept_rate, result.move_rate
         else:
             moving = active
-            if self._discrete_records:
+            if self._spec.discrete_records:
                 # a proposal equal to its record changes nothing: left out of the sweep, it is left out of
                 # the move rate too, where it would count as accepted and hide records that never move
                 differs = rows_differ([proposals[k] for k in state.records], state.records.values())
                 moving = differs if active is None else active & differs
-            result = record_sweep(key_sweep, t_old, t_new, residuals, mechanisms, moving)
+            result = record_sweep(key_sweep, t_old, t_new, residuals, densities, moving)
             records = accept_records(result.accepted, proposals, state.records)
             accept_rate = move_rate = result.accept_rate
-            if self._discrete_records:  # the seed's rate: each of the (slots − m) repeats is accepted
+            if self._spec.discrete_records:  # the seed's rate: each of the (slots − m) repeats is accepted
                 slots, m = (differs.shape[0] if active is None else jnp.sum(active)), jnp.sum(moving)
                 accept_rate = jnp.where(slots > 0, (move_rate * m + slots - m) / jnp.maximum(slots, 1), 1.0)
         log_eta = result.log_density
@@ -885,7 +845,7 @@ class DataAugmentationKernel(PerChainKernel):
             near_capacity=state.near_capacity,
         )
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
-        if self._size_site:  # unknown n: the joint (θ, n) moves, then the birth/death moves
+        if self._spec.size_sites:  # unknown n: the joint (θ, n) moves, then the birth/death moves
             t_now = tuple(
                 jnp.where(result.accepted.reshape((-1,) + (1,) * (o.ndim - 1)), w, o)
                 for o, w in zip(t_old, t_new)
@@ -897,7 +857,7 @@ class DataAugmentationKernel(PerChainKernel):
             # the proposals fill the slots ≥ n (fresh f-draws at this θ); moves of many records at once
             size, records, t_now, residuals, log_eta, jump_rate, jump_scale = self._many_records_jumps(
                 key_size_jumps, state, {**theta, **size}, records, proposals, t_now, t_fresh, residuals,
-                log_eta, mechanisms, model_args, model_kwargs,
+                log_eta, densities, model_args, model_kwargs,
             )  # fmt: skip
             if self._num_moves:  # (ReversibleJumpKernel._joint_moves) before the jumps: see there
                 theta, size, records, nc, nc_rate, blocked = self._joint_moves(
@@ -915,7 +875,7 @@ class DataAugmentationKernel(PerChainKernel):
                 records,
                 t_now,
                 residuals,
-                mechanisms,
+                densities,
                 model_args,
                 model_kwargs,
                 # n held at its start while the sweep and θ first fit the records to the release

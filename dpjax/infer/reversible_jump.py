@@ -208,8 +208,10 @@ class ReversibleJumpKernel(DataAugmentationKernel):
                 f"`ridge_moves` solve for θ at each proposed n, so the release statistics must vary smoothly "
                 f"with θ; the record sites {discrete} are discrete. Use `noncentred_moves` alone."
             )
-        dim_theta = sum(np.size(biject_to(self._supports[k]).inv(tr[k]["value"])) for k in self._spec.theta)
-        kept = [n for i, (n, _) in enumerate(self._spec.privatized) if i != self._size_release]
+        dim_theta = sum(
+            np.size(biject_to(self._spec.supports[k]).inv(tr[k]["value"])) for k in self._spec.theta
+        )
+        kept = [n for i, (n, _) in enumerate(self._spec.privatized) if i != self._spec.size_release]
         dim_s = sum(np.size(tr[n]["value"]) for n in kept)
         if dim_s != dim_theta:
             raise ValueError(
@@ -220,11 +222,11 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     def _check_step(self, state, new):
         super()._check_step(state, new)
         # after the vmap over chains, so the host is called only when a birth was refused
-        _warn_when_blocked(jnp.sum(new.capacity_blocked - state.capacity_blocked), self._size_bounds[1])
+        _warn_when_blocked(jnp.sum(new.capacity_blocked - state.capacity_blocked), self._spec.size_bounds[1])
 
     def check_end(self, state):
         super().check_end(state)
-        jax.debug.callback(partial(_warn_blocked, capacity=self._size_bounds[1]), state.capacity_blocked)
+        jax.debug.callback(partial(_warn_blocked, capacity=self._spec.size_bounds[1]), state.capacity_blocked)
 
     def _jumps(
         self,
@@ -241,7 +243,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     ):
         """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call whose
         records plate holds just K slots."""
-        lower = self._size_bounds[0]
+        lower = self._spec.size_bounds[0]
         try:
             with allow_overflow(capacity=self._size_moves):
                 births = self._simulate(key_births, given, model_args, model_kwargs)
@@ -253,7 +255,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             ) from e
         t_births = self._per_record(births, None)
         log_prior = self._log_prior_n(given, records, model_args, model_kwargs)
-        (n,) = (given[k] for k in self._size_site)
+        (n,) = (given[k] for k in self._spec.size_sites)
         return birth_death(
             key_jumps,
             n,
@@ -272,8 +274,8 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         """log p(n) at the current θ (its hyperparameters may be θ sites), −inf outside its support
         (numpyro's log_prob does not check it)."""
         model = handlers.condition(self._model, data={**given, **records})
-        size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[self._size_site[0]]["fn"]
-        (n,) = (given[k] for k in self._size_site)
+        size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[self._spec.size_sites[0]]["fn"]
+        (n,) = (given[k] for k in self._spec.size_sites)
 
         def log_prior(m):
             m = jnp.asarray(m, n.dtype)
@@ -289,18 +291,19 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         the record sweep's unused proposals (fresh f-draws at this θ), and their scale adapted in the
         warmup towards an acceptance of 0.44. Returns (n, buffer, t of the database, residuals, log η,
         acceptance rate, scale)."""
-        (site,) = self._size_site
-        n, capacity = given[site], self._size_bounds[1]
+        (site,) = self._spec.size_sites
+        n, capacity = given[site], self._spec.size_bounds[1]
         slot = lambda a: (jnp.arange(capacity) < n).reshape((-1,) + (1,) * (jnp.ndim(a) - 1))
         buffer = {k: jnp.where(slot(v), v, proposals[k]) for k, v in records.items()}
         t_buffer = tuple(jnp.where(slot(a), a, b) for a, b in zip(t_now, t_fresh))
         if not self._size_jumps:
             return {site: n}, buffer, t_now, residuals, log_eta, jnp.array(jnp.nan), state.jump_scale
         enabled = state.iteration >= self._held_for
+        lower = self._spec.size_bounds[0]
         jump = size_jumps(
             key, n, t_buffer, residuals, log_noise,
             self._log_prior_n(given, records, model_args, model_kwargs),
-            scale=state.jump_scale, num_jumps=self._size_jumps, lower=self._size_bounds[0], enabled=enabled,
+            scale=state.jump_scale, num_jumps=self._size_jumps, lower=lower, enabled=enabled,
         )  # fmt: skip
         adapting = enabled & (state.iteration < self._num_warmup)
         gain = (state.iteration - self._held_for + 1.0) ** -0.6
@@ -311,18 +314,18 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         return {site: jump.size}, buffer, t_now, jump.residuals, jump.log_density, jump.accept_rate, scale
 
     def _init_nc(self, theta):
-        return init_joint_state(theta, self._supports)
+        return init_joint_state(theta, self._spec.supports)
 
     def _active(self, size):
         (n,) = size.values()
-        return jnp.arange(self._size_bounds[1]) < n
+        return jnp.arange(self._spec.size_bounds[1]) < n
 
     def _ridge_statistic(self, public):
         """``(records, n) -> S``: the release statistics other than n's, of the first n records."""
-        keep = [i for i in range(len(self._spec.privatized)) if i != self._size_release]
+        keep = [i for i in range(len(self._spec.privatized)) if i != self._spec.size_release]
 
         def statistic(records, n):
-            t = self._per_record({**public, **records}, jnp.arange(self._size_bounds[1]) < n)
+            t = self._per_record({**public, **records}, jnp.arange(self._spec.size_bounds[1]) < n)
             return jnp.concatenate([jnp.ravel(jnp.sum(t[i], 0)) for i in keep])
 
         return statistic
@@ -334,7 +337,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         made after the record sweep and before the jumps: the sweep's proposals x* ~ f(·|θ) in the
         empty slots (≥ n) were drawn at this θ and n and never used, so they are the fresh records
         whose noise fills those slots (an exact Gibbs step, at no extra cost)."""
-        (site,) = self._size_site
+        (site,) = self._spec.size_sites
         theta, n, records, nc, rate, blocked = joint_size_moves(
             rng_key,
             state.nc,
@@ -344,10 +347,10 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             proposals,
             log_eta,
             model=self._model,
-            supports=self._supports,
+            supports=self._spec.supports,
             size_site=site,
-            capacity=self._size_bounds[1],
-            support=self._size_support[site],
+            capacity=self._spec.size_bounds[1],
+            support=self._spec.supports[site],
             log_prior_n=self._log_prior_n({**theta, **size}, records, model_args, model_kwargs),
             num_moves=self._num_moves,
             enabled=state.iteration >= self._held_for,
@@ -361,7 +364,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
 
     def _resolve_size(self, tr):
         super()._resolve_size(tr)
-        if not self._size_site:
+        if not self._spec.size_sites:
             raise ValueError(
                 "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "
                 "capacity) where n is a latent sample site; with a known n use DataAugmentationKernel."

@@ -1,0 +1,121 @@
+"""``ModelSpec``: what a model tells every engine, read once from a prototype trace outside any vmap.
+
+It is static: names, roles, supports, the size site and its bounds, and for each privatized site its
+statistic and record sites. It holds no arrays and no mechanisms: a mechanism's parameters (an ε that a
+study vmaps over), a release and a records plate's active slots are read from the trace of each step,
+so a traced value never outlives the trace that made it (NumPyro's rule for ``prototype_trace``:
+store only static metadata derived from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..mechanisms.base import concrete
+from ..primitives import INFER_KEY, record_statistics, site_roles
+
+__all__ = ["ModelSpec", "Release", "mechanisms", "model_spec"]
+
+
+class Release(NamedTuple):
+    """A privatized site as every engine sees it statically."""
+
+    statistic: Callable  # t(record): the release is η(· | Σᵢ t(recordᵢ))
+    record_sites: tuple[str, ...]  # the record sites the statistic reads
+    counts_records: bool = False  # t ≡ 1: a noisy n
+
+
+class ModelSpec(NamedTuple):
+    """The static description of a model with ``dpjax.privatized`` sites.
+
+    - **privatized** – ``((site, Release), ...)`` in model order.
+    - **theta** – the parameters: latent sample sites outside the records plate (n aside).
+    - **latent_records**, **public_records** – the record sites inside the records plate.
+    - **supports** – the support of each θ site and of n.
+    - **discrete_records** – every latent record site is discrete (a proposal can repeat its record).
+    - **size** – the latent site sizing a :class:`~dpjax.records_plate` (an unknown n), else None;
+      **size_bounds** – (its lowest value, the plate's capacity); **size_release** – the index in
+      ``privatized`` of a noisy n (a release whose statistic counts records), else None.
+    """
+
+    privatized: tuple
+    theta: tuple[str, ...]
+    latent_records: tuple[str, ...]
+    public_records: tuple[str, ...]
+    supports: dict
+    discrete_records: bool
+    size: str | None = None
+    size_bounds: tuple[int, int] = (0, 0)
+    size_release: int | None = None
+
+    @property
+    def size_sites(self) -> tuple[str, ...]:
+        """``(n's site,)`` with an unknown n, else ``()``."""
+        return () if self.size is None else (self.size,)
+
+    @property
+    def hidden(self) -> tuple[str, ...]:
+        """The sites a posterior of θ leaves out: the releases and the records."""
+        return tuple(n for n, _ in self.privatized) + self.latent_records + self.public_records
+
+
+def model_spec(tr) -> ModelSpec:
+    """The :class:`ModelSpec` of a prototype trace, with the records plate validated
+    (:func:`dpjax.primitives.site_roles`) and an unknown n's bounds checked."""
+    roles = site_roles(tr)
+    privatized = tuple((name, Release(info.statistic, info.record_sites)) for name, info in roles.privatized)
+    supports = {k: tr[k]["fn"].support for k in roles.theta}
+    discrete = bool(roles.latent_records) and all(
+        tr[k]["fn"].support.is_discrete for k in roles.latent_records
+    )
+    spec = ModelSpec(privatized, roles.theta, roles.latent_records, roles.public_records, supports, discrete)
+    if roles.size is None:
+        return spec
+    size = roles.size
+    capacity = int(roles.privatized[0][1].active.shape[0])
+    support = tr[size]["fn"].support
+    lower = getattr(support, "lower_bound", 0)
+    lower = int(lower) if concrete(lower) else 0
+    if lower < 0:
+        raise ValueError(
+            f"The prior of {size!r}, the number of records, has support from {lower}: a size cannot be "
+            f"negative. Give {size!r} a prior on whole numbers from 0 (e.g. DiscreteUniform(1, capacity))."
+        )
+    if lower > capacity:
+        raise ValueError(f"The prior of {size!r} starts at {lower}, beyond the capacity {capacity}.")
+    privatized = tuple(
+        (name, release._replace(counts_records=_counts_records(release.statistic, tr, release.record_sites)))
+        for name, release in privatized
+    )
+    counted = [i for i, (_, release) in enumerate(privatized) if release.counts_records]
+    return spec._replace(
+        privatized=privatized,
+        supports={**supports, size: support},
+        size=size,
+        size_bounds=(lower, capacity),
+        size_release=counted[-1] if counted else None,
+    )
+
+
+def mechanisms(tr, spec: ModelSpec) -> tuple:
+    """The mechanism of each privatized site, read from a trace of the step that uses them."""
+    return tuple(tr[name]["infer"][INFER_KEY].mechanism for name, _ in spec.privatized)
+
+
+def _counts_records(statistic, tr, record_sites) -> bool:
+    """Whether the per-record statistic is 1 for every record (a noisy n), probed on concrete records
+    of the same shapes (all 0, all 1, all ½): the trace's records are tracers when ``init`` runs
+    under ``jit``/``vmap`` (a study), and the chain must still start at the noisy n there."""
+    records = {k: tr[k]["value"] for k in record_sites}
+    with jax.ensure_compile_time_eval():
+        for fill in (0.0, 1.0, 0.5):
+            probe = {k: jnp.full(jnp.shape(v), fill).astype(jnp.result_type(v)) for k, v in records.items()}
+            t = record_statistics(statistic, probe)
+            if t.ndim != 1 or not np.all(np.asarray(t) == 1):
+                return False
+    return True
