@@ -24,9 +24,10 @@ from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
 from .._validate import positive_int
-from ..primitives import INFER_KEY, SiteRoles, depends_on, record_statistics, simulate, site_roles
+from ..primitives import INFER_KEY, depends_on, record_statistics, simulate
 from ._compile import SplitArgs, avals, compiled, memo, split_args
 from .samplers import count_true, fast_distribution, fast_sampling, uniform
+from .spec import ModelSpec, mechanisms, model_spec
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
 
@@ -61,8 +62,10 @@ class ISResult(NamedTuple):
 
 
 class PriorSpec(NamedTuple):
+    """A prototype trace and what is read from it for one call (arrays: per call, never stored)."""
+
     trace: dict  # a prototype trace
-    roles: SiteRoles
+    model: ModelSpec
     privatized: list
     theta: list
     max_log_eta: jax.Array
@@ -73,7 +76,7 @@ def prior_spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> Pr
     """What the engines that simulate θ from its prior (exact ABC, importance ABC, PseudoMarginalABC)
     read from the model, with their refusals (a `numpyro.param`, no θ, an improper prior)."""
     tr = prototype_trace(model, random.key(0), model_args, model_kwargs)  # copes with improper sites
-    roles = site_roles(tr)
+    spec = model_spec(tr)
     params = [k for k, s in tr.items() if s["type"] == "param"]
     if params:
         raise ValueError(
@@ -81,20 +84,20 @@ def prior_spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> Pr
             "`numpyro.param`. Give them a prior with `numpyro.sample`, or for maximum likelihood use "
             "`mcem`."
         )
-    if not roles.theta:
+    if not spec.theta:
         raise ValueError(
             f"{engine} needs a prior over every parameter: the model has no latent sample site outside the "
             "records plate, so there is nothing to infer."
         )
-    improper = [n for n in roles.theta if isinstance(tr[n]["fn"], dist.ImproperUniform)]
+    improper = [n for n in spec.theta if isinstance(tr[n]["fn"], dist.ImproperUniform)]
     if improper:
         raise ValueError(f"{engine} needs a proper prior; sites {improper} are improper.")
+    privatized = [n for n, _ in spec.privatized]
     max_log_eta = sum(
-        info.mechanism.max_log_density(jnp.shape(tr[n]["value"])) for n, info in roles.privatized
+        m.max_log_density(jnp.shape(tr[n]["value"])) for n, m in zip(privatized, mechanisms(tr, spec))
     )
-    placeholders = {n: tr[n]["value"] for n in roles.latent_records}
-    privatized = [n for n, _ in roles.privatized]
-    return PriorSpec(tr, roles, privatized, list(roles.theta), max_log_eta, placeholders)
+    placeholders = {n: tr[n]["value"] for n in spec.latent_records}
+    return PriorSpec(tr, spec, privatized, list(spec.theta), max_log_eta, placeholders)
 
 
 def _make_one(model, simulator, privatized, theta):
@@ -167,7 +170,7 @@ def _make_batch(model, simulator, spec: PriorSpec):
     ``size`` proposals under one key (θ values ``(size,) + shape``; ``records`` the latent record draws,
     empty with a ``simulator``). Raises ``_NotVectorizable`` where the shapes show that the model does not
     broadcast over a leading batch dim."""
-    proto, theta, latent = spec.trace, spec.theta, spec.roles.latent_records
+    proto, theta, latent = spec.trace, spec.theta, spec.model.latent_records
     rank = _batch_rank(proto)
     sites = [k for k, s in proto.items() if s["type"] == "sample"]
 
@@ -256,11 +259,11 @@ def _check_batch(batch, model, simulator, spec: PriorSpec, model_args, model_kwa
     each proposal (θ and records), site by site, and nothing but the privatized sites reads the records."""
     key = random.key(0)
     outputs = lambda ph: batch(key, CHECK_BATCH, model_args, model_kwargs, ph)
-    sites = [*spec.theta, *(spec.roles.latent_records if simulator is None else ())]
+    sites = [*spec.theta, *(spec.model.latent_records if simulator is None else ())]
 
     def reads_records(ph):
         tr, params, _, _ = outputs(ph)
-        fns = [tr[k]["fn"] for k in spec.roles.latent_records] if simulator is None else []
+        fns = [tr[k]["fn"] for k in spec.model.latent_records] if simulator is None else []
         mechs = [tr[n]["infer"][INFER_KEY].mechanism for n in spec.privatized]
         return params, fns, mechs
 
@@ -394,9 +397,9 @@ def exact_abc(
     max_proposals = positive_int(max_proposals, "max_proposals")
     spec = prior_spec(model, model_args, model_kwargs)
     if (
-        spec.roles.size is not None and simulator is None
+        spec.model.size is not None and simulator is None
     ):  # an unknown n: its accepted draws are posterior draws
-        spec = spec._replace(theta=[*spec.theta, spec.roles.size])
+        spec = spec._replace(theta=[*spec.theta, spec.model.size])
     privatized, theta, max_log_eta = spec.privatized, spec.theta, spec.max_log_eta
     one = _make_one(model, simulator, privatized, theta)
     args = split_args(model_args, model_kwargs)

@@ -34,7 +34,6 @@ from ..primitives import (
     integer_statistics,
     record_statistics,
     simulate,
-    site_roles,
 )
 from .auto_moves import (
     BURN_IN_STAGES,
@@ -409,16 +408,15 @@ class DataAugmentationKernel(PerChainKernel):
         # static structure and host-side checks, once, outside any vmap over chains
         with allow_overflow():  # n drawn from its prior may exceed the capacity; the chain starts inside
             tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
-            roles = site_roles(tr)  # with the mechanisms, for the host-side checks only
-            self._spec = model_spec(tr)
-            check_records_feed_only_releases(self._model, tr, roles, model_args, model_kwargs)
+            self._spec = spec = model_spec(tr)
+            check_records_feed_only_releases(self._model, tr, spec, model_args, model_kwargs)
             check_release_reads_records(
-                self._model, tr, roles, model_args, model_kwargs, engine=type(self).__name__
+                self._model, tr, spec, model_args, model_kwargs, engine=type(self).__name__
             )
         self._check_size()
         if self._needs_exchangeable():
             why = "ReversibleJumpKernel (its births)" if self._spec.size else "record_update='soma'"
-            check_exchangeable(self._model, tr, roles, self._capacity(), model_args, model_kwargs, why=why)
+            check_exchangeable(self._model, tr, spec, self._capacity(), model_args, model_kwargs, why=why)
         self._check_model(tr)
         self._resolve_noncentred(tr, num_warmup)
         spec = self._spec

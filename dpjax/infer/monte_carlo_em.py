@@ -31,12 +31,13 @@ from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
 from .._validate import positive_int
-from ..primitives import allow_overflow, simulate, site_roles
+from ..primitives import allow_overflow, simulate
 from ._compile import avals, compiled, split_args
 from .chains import check_init_params
 from .data_augmentation import DataAugmentationKernel, HeldTheta
 from .reversible_jump import ReversibleJumpKernel
 from .rules import check_release_reads_records
+from .spec import model_spec
 
 __all__ = ["E_STEPS", "ConvergenceWarning", "MCEMResult", "is_mcem", "mcem"]
 
@@ -204,7 +205,7 @@ def mcem(
     params = {k: jnp.asarray(v, dtype=jnp.result_type(float)) for k, v in init_params.items()}
     with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
         tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
-    roles = site_roles(tr)
+    roles = model_spec(tr)
     # the M-step maximises log p(records | θ): a release that reads θ itself would drop out of it
     check_release_reads_records(model, tr, roles, model_args, model_kwargs, engine="mcem")
     supports = {k: tr[k]["fn"].support for k in roles.theta}

@@ -168,8 +168,8 @@ class PseudoMarginalABC(PerChainKernel):
     @property
     def model(self):
         """The model with records and releases hidden (after ``init``), for ``az.from_numpyro``."""
-        roles = getattr(self, "_roles", None)
-        return self._model if roles is None else records_hidden(self._model, roles)
+        spec = getattr(self, "_spec", None)
+        return self._model if spec is None else records_hidden(self._model, spec)
 
     @property
     def default_fields(self):
@@ -227,16 +227,20 @@ class PseudoMarginalABC(PerChainKernel):
         ]
         # one simulated database is kept only as a block of numpyro.infer.Gibbs (see `refresh`);
         # standalone, carrying n records per chain would be pure cost
-        self._latent = list(spec.roles.latent_records) if self._store_records else []
+        self._latent = list(spec.model.latent_records) if self._store_records else []
         if init_params is not None:
             # numpyro.infer.Gibbs gives every site of the block: θ and the latent records
             supports = {k: tr[k]["fn"].support for k in theta}
-            check_init_params(init_params, supports, allowed=list(theta) + list(spec.roles.latent_records))
+            check_init_params(init_params, supports, allowed=list(theta) + list(spec.model.latent_records))
             missing = sorted(set(theta) - set(init_params))
             if missing:
                 raise ValueError(f"`init_params` must give every θ site {sorted(theta)}; missing {missing}.")
         self._privatized, self._theta, self._num_warmup = privatized, theta, int(num_warmup)
-        self._roles = spec.roles
+        self._spec = spec.model
+        # the flat θ's layout (static: shapes and dtypes), on the host before any vmap over chains
+        _, self._unravel_fn = ravel_pytree(
+            {k: self._transforms[k].inv(jnp.asarray(tr[k]["value"])) for k in theta}
+        )
         init_one = partial(self._init_one, args=model_args, kwargs=model_kwargs)
         return self._start(rng_key, init_one, init_params)
 
@@ -296,7 +300,7 @@ class PseudoMarginalABC(PerChainKernel):
             tr, _ = simulate(key_init, self._model, self._privatized, args, kwargs)
             init_params = {k: tr[k]["value"] for k in self._theta}
         phi = {k: self._transforms[k].inv(jnp.asarray(init_params[k])) for k in self._theta}
-        flat, self._unravel_fn = ravel_pytree(phi)
+        flat, _ = ravel_pytree(phi)
         theta, log_jac = self._unravel(flat)
         log_prior, log_w, sims = self._estimate(key_est, theta, args, kwargs)
         if self._latent and all(k in init_params for k in self._latent):  # given records: kept, as in refresh

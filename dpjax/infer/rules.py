@@ -28,7 +28,8 @@ from jax.extend.core import Var
 from numpyro import handlers
 
 from ..mechanisms.base import concrete
-from ..primitives import INFER_KEY, SiteRoles, allow_overflow, depends_on, record_statistics
+from ..primitives import INFER_KEY, allow_overflow, depends_on, record_statistics
+from .spec import ModelSpec
 
 __all__ = [
     "check_records_feed_only_releases",
@@ -64,7 +65,7 @@ def dependence(fn, inputs: dict) -> list[set]:
     return [set(taint.get(v, set())) if isinstance(v, Var) else set() for v in jaxpr.outvars]
 
 
-def release_reads(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None) -> dict:
+def release_reads(model, tr, roles: ModelSpec, model_args=(), model_kwargs=None) -> dict:
     """``{privatized site: [latent sites]}``: the θ sites (and the latent size n) that a release's
     statistic or mechanism reads other than through the records, found by tracing the model with them
     as inputs and the records held at their values in ``tr``."""
@@ -104,7 +105,7 @@ def _parameters(mechanism) -> list:
     return out
 
 
-def check_release_reads_records(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None, *, engine):
+def check_release_reads_records(model, tr, roles: ModelSpec, model_args=(), model_kwargs=None, *, engine):
     """Raise a ValueError naming the site when a release's statistic or mechanism reads θ or the latent
     n (see the module docstring); ``engine`` names the caller in the message."""
     reads = release_reads(model, tr, roles, model_args, model_kwargs)
@@ -123,7 +124,7 @@ def check_release_reads_records(model, tr, roles: SiteRoles, model_args=(), mode
     )
 
 
-def check_records_feed_only_releases(model, tr, roles: SiteRoles, model_args=(), model_kwargs=None) -> None:
+def check_records_feed_only_releases(model, tr, roles: ModelSpec, model_args=(), model_kwargs=None) -> None:
     """Raise if a site other than the latent records and the privatized releases has a log density
     that depends on the latent records (a ``numpyro.factor`` of them, an observed site given them):
     the data-augmentation record step proposes records from their own sites and accepts by the
@@ -152,7 +153,7 @@ def check_records_feed_only_releases(model, tr, roles: SiteRoles, model_args=(),
         )
 
 
-def slot_log_densities(model, roles: SiteRoles, given, records, model_args=(), model_kwargs=None):
+def slot_log_densities(model, roles: ModelSpec, given, records, model_args=(), model_kwargs=None):
     """log p(recordᵢ | θ) for every slot i of the records plate (latent and public record sites,
     summed over each record's entries), with θ (and n) ``given``."""
     run = handlers.condition(model, data={**given, **records})
@@ -166,7 +167,7 @@ def slot_log_densities(model, roles: SiteRoles, given, records, model_args=(), m
 
 
 def records_exchangeable(
-    model, roles: SiteRoles, given, records, capacity=None, model_args=(), model_kwargs=None
+    model, roles: ModelSpec, given, records, capacity=None, model_args=(), model_kwargs=None
 ):
     """Whether the records' law is the same in every slot of the plate, read off one set of records:
     the slot densities of the records moved one slot along equal the slot densities moved along
@@ -182,7 +183,7 @@ def records_exchangeable(
     return jnp.allclose(lp_rolled, jnp.roll(lp, 1), rtol=1e-4, atol=1e-4)
 
 
-def check_exchangeable(model, tr, roles: SiteRoles, capacity=None, model_args=(), model_kwargs=None, *, why):
+def check_exchangeable(model, tr, roles: ModelSpec, capacity=None, model_args=(), model_kwargs=None, *, why):
     """Raise a ValueError when the records of the concrete trace ``tr`` are not exchangeable along the
     plate (see :func:`records_exchangeable`); a no-op for a traced ``tr`` (the engine folds the traced
     check into its ``valid`` flag)."""

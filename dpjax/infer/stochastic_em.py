@@ -32,9 +32,10 @@ from numpyro.infer import MCMC
 from numpyro.infer.gibbs import prototype_trace
 
 from .._validate import positive_int
-from ..primitives import allow_overflow, site_roles
+from ..primitives import allow_overflow
 from .chains import check_init_params
 from .monte_carlo_em import em_kernel
+from .spec import model_spec
 
 __all__ = ["StochasticEMResult", "m_step_update", "records_at", "stochastic_em"]
 
@@ -132,7 +133,7 @@ def stochastic_em(
         raise ValueError(f"`init_params` must be a dict of θ's constrained values, got {init_params!r}.")
     with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
         tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
-    roles = site_roles(tr)
+    roles = model_spec(tr)
     if set(init_params) != set(roles.theta):
         raise ValueError(
             f"`init_params` must give exactly the sites {sorted(roles.theta)}, got {sorted(init_params)}."
