@@ -35,6 +35,7 @@ from ..primitives import (
     record_statistics,
     simulate,
 )
+from . import record_step
 from .auto_moves import (
     BURN_IN_STAGES,
     PILOT_CHAINS,
@@ -62,7 +63,6 @@ from .noncentred import (
     noncentred_moves,
     representable,
 )
-from .record_sweep import accept_records, record_sweep, rows_differ
 from .rules import (
     check_exchangeable,
     check_records_feed_only_releases,
@@ -70,7 +70,6 @@ from .rules import (
     records_exchangeable,
 )
 from .samplers import fast_sampling
-from .soma import place_records, soma_sweep
 from .spec import ModelSpec, mechanisms, model_spec
 
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
@@ -814,23 +813,11 @@ class DataAugmentationKernel(PerChainKernel):
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
         densities = [_sweep_density(mechanism, s) for mechanism, s in zip(mechs, releases)]
-        if self._record_update == "soma":
-            result = soma_sweep(key_sweep, t_old, t_new, residuals, densities, active)
-            records = place_records(result.source, proposals, state.records)
-            accept_rate, move_rate = result.accept_rate, result.move_rate
-        else:
-            moving = active
-            if self._spec.discrete_records:
-                # a proposal equal to its record changes nothing: left out of the sweep, it is left out of
-                # the move rate too, where it would count as accepted and hide records that never move
-                differs = rows_differ([proposals[k] for k in state.records], state.records.values())
-                moving = differs if active is None else active & differs
-            result = record_sweep(key_sweep, t_old, t_new, residuals, densities, moving)
-            records = accept_records(result.accepted, proposals, state.records)
-            accept_rate = move_rate = result.accept_rate
-            if self._spec.discrete_records:  # the seed's rate: each of the (slots − m) repeats is accepted
-                slots, m = (differs.shape[0] if active is None else jnp.sum(active)), jnp.sum(moving)
-                accept_rate = jnp.where(slots > 0, (move_rate * m + slots - m) / jnp.maximum(slots, 1), 1.0)
+        step = record_step.build_kernel(self._record_update, spec.discrete_records)
+        records, result = step(
+            key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active
+        )
+        accept_rate, move_rate = result.accept_rate, result.move_rate
         log_eta = result.log_density
         residuals = result.residuals
         nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
