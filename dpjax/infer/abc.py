@@ -27,7 +27,7 @@ from .._validate import positive_int
 from ..primitives import INFER_KEY, depends_on, record_statistics, simulate
 from ._compile import SplitArgs, avals, compiled, memo, split_args
 from .samplers import count_true, fast_distribution, fast_sampling, uniform
-from .spec import ModelSpec, mechanisms, model_spec
+from .spec import ModelSpec, model_spec, privatized_infos
 
 __all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
 
@@ -94,7 +94,8 @@ def prior_spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> Pr
         raise ValueError(f"{engine} needs a proper prior; sites {improper} are improper.")
     privatized = [n for n, _ in spec.privatized]
     max_log_eta = sum(
-        m.max_log_density(jnp.shape(tr[n]["value"])) for n, m in zip(privatized, mechanisms(tr, spec))
+        info.mechanism.max_log_density(jnp.shape(tr[n]["value"]))
+        for n, info in zip(privatized, privatized_infos(tr, spec))
     )
     placeholders = {n: tr[n]["value"] for n in spec.latent_records}
     return PriorSpec(tr, spec, privatized, list(spec.theta), max_log_eta, placeholders)

@@ -70,7 +70,7 @@ from .rules import (
     records_exchangeable,
 )
 from .samplers import fast_sampling
-from .spec import ModelSpec, mechanisms, model_spec
+from .spec import ModelSpec, model_spec, privatized_infos
 
 __all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
 
@@ -390,10 +390,10 @@ class DataAugmentationKernel(PerChainKernel):
         and gradient (with the records conditioned). Deterministic: θ and the records are kept."""
         spec = self._spec
         given = {k: state.z[k] for k in spec.theta + self._spec.size_sites}
-        public, releases, active, mechs = self._observed(given, state.records, model_args, model_kwargs)
-        statistics = self._statistics(public, state.records, active)
+        public, releases, active, infos = self._observed(given, state.records, model_args, model_kwargs)
+        statistics = self._statistics(public, state.records, active, infos)
         statistics = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in statistics.items()}
-        log_eta = self._log_eta(mechs, releases, statistics)
+        log_eta = self._log_eta(infos, releases, statistics)
         theta_state = state.theta_state
         if self._inner is not None:
             kw = with_conditioning(model_kwargs, {**state.records, **self._size(state.z)})
@@ -531,35 +531,35 @@ class DataAugmentationKernel(PerChainKernel):
         return {k: tr[k]["value"] for k in self._spec.latent_records}
 
     def _observed(self, given, records, model_args, model_kwargs):
-        """Public record values, releases and the active record slots (None: all) of a records
-        plate: a trace with every latent site conditioned (no randomness; XLA folds away what is
-        unused)."""
+        """Public record values, releases, the active record slots (None: all) of a records plate and
+        each privatized site's PrivatizedInfo (statistic, mechanism) as this trace builds them: a trace
+        with every latent site conditioned (no randomness; XLA folds away what is unused)."""
         model = handlers.condition(self._model, data={**given, **records})
         tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
         public = {k: tr[k]["value"] for k in self._spec.public_records}
         first = self._spec.privatized[0][0]
         active = tr[first]["infer"][INFER_KEY].active
         releases = tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized)
-        return public, releases, active, mechanisms(tr, self._spec)
+        return public, releases, active, privatized_infos(tr, self._spec)
 
-    def _statistics(self, public, records, active):
+    def _statistics(self, public, records, active, infos):
         """``{site: T}`` of the database ``public`` ∪ ``records``."""
-        t_now = self._per_record({**public, **records}, active)
+        t_now = self._per_record({**public, **records}, active, infos)
         return {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
 
-    def _log_eta(self, mechs, releases, statistics):
+    def _log_eta(self, infos, releases, statistics):
         """log η(s | T) summed over the privatized sites."""
         return sum(
-            jnp.sum(mechanism.log_density(s, statistics[n]))
-            for (n, _), mechanism, s in zip(self._spec.privatized, mechs, releases)
+            jnp.sum(info.mechanism.log_density(s, statistics[n]))
+            for (n, _), info, s in zip(self._spec.privatized, infos, releases)
         )
 
-    def _per_record(self, full_records, active):
-        """Per site, ``t(recordᵢ)`` stacked along axis 0; zero in the slots a records_plate leaves
-        empty."""
+    def _per_record(self, full_records, active, infos):
+        """Per site, ``t(recordᵢ)`` stacked along axis 0 (``infos``: the sites' PrivatizedInfo from the
+        step's trace); zero in the slots a records_plate leaves empty."""
         stats = tuple(
             record_statistics(info.statistic, {k: full_records[k] for k in info.record_sites})
-            for _, info in self._spec.privatized
+            for info in infos
         )
         return stats if active is None else tuple(_masked(t, active) for t in stats)
 
@@ -634,14 +634,14 @@ class DataAugmentationKernel(PerChainKernel):
                 theta_state = self._inner.init(key_inner, self._num_warmup, unconstrained, model_args, kw)
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
-        public, releases, active, mechs = self._observed({**theta, **size}, records, model_args, model_kwargs)
-        per_record = self._per_record({**public, **records}, active)
+        public, releases, active, infos = self._observed({**theta, **size}, records, model_args, model_kwargs)
+        per_record = self._per_record({**public, **records}, active, infos)
         statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, per_record)}
-        log_eta = self._log_eta(mechs, releases, statistics)
+        log_eta = self._log_eta(infos, releases, statistics)
         nc = self._init_nc(theta) if self._num_moves else ()
         valid = jnp.isfinite(log_eta) & self._theta_ok(theta)
-        for mechanism, t in zip(mechs, per_record):  # checked on the host when concrete
-            valid = valid & integer_statistics(mechanism, t)
+        for info, t in zip(infos, per_record):  # checked on the host when concrete
+            valid = valid & integer_statistics(info.mechanism, t)
         if self._needs_exchangeable():  # checked in `init` when concrete; here too when traced (jit)
             args = (self._model, spec, {**theta, **size}, records, self._capacity(), model_args, model_kwargs)
             valid = valid & records_exchangeable(*args)
@@ -769,7 +769,18 @@ class DataAugmentationKernel(PerChainKernel):
         self._num_warmup = num_warmup
 
     def _moves(
-        self, rng_key, nc, public, active, log_eta, model_args, model_kwargs, theta, records, theta_state
+        self,
+        rng_key,
+        nc,
+        public,
+        active,
+        infos,
+        log_eta,
+        model_args,
+        model_kwargs,
+        theta,
+        records,
+        theta_state,
     ):
         """The non-centred θ-moves, then the statistics and the inner sampler's θ brought along."""
         theta, records, nc, rate = noncentred_moves(
@@ -785,7 +796,7 @@ class DataAugmentationKernel(PerChainKernel):
             model_args=model_args,
             model_kwargs=model_kwargs,
         )
-        statistics = self._statistics(public, records, active)
+        statistics = self._statistics(public, records, active, infos)
         return theta, records, nc, rate, statistics, self._point_inner_at(theta, theta_state)
 
     def _point_inner_at(self, theta, theta_state):
@@ -800,19 +811,21 @@ class DataAugmentationKernel(PerChainKernel):
         key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
         theta = {k: state.z[k] for k in spec.theta}
         size = self._size(state.z)
-        public, releases, active, mechs = self._observed(
+        public, releases, active, infos = self._observed(
             {**theta, **size}, state.records, model_args, model_kwargs
         )
         theta, theta_state, accept_prob, diverging = self._theta_step(
             key_theta, state, theta, size, public, model_args, model_kwargs
         )
         proposals = self._simulate(key_prop, {**theta, **size}, model_args, model_kwargs)
-        t_old = self._per_record({**public, **state.records}, active)
-        t_fresh = self._per_record({**public, **proposals}, None)  # every slot (the size jumps read them)
+        t_old = self._per_record({**public, **state.records}, active, infos)
+        t_fresh = self._per_record(
+            {**public, **proposals}, None, infos
+        )  # every slot (the size jumps read them)
         t_new = t_fresh if active is None else tuple(_masked(t, active) for t in t_fresh)
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
-        densities = [_sweep_density(mechanism, s) for mechanism, s in zip(mechs, releases)]
+        densities = [_sweep_density(info.mechanism, s) for info, s in zip(infos, releases)]
         step = record_step.build_kernel(self._record_update, spec.discrete_records)
         records, result = step(
             key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active
@@ -846,9 +859,19 @@ class DataAugmentationKernel(PerChainKernel):
             )  # fmt: skip
             if self._num_moves:  # (ReversibleJumpKernel._joint_moves) before the jumps: see there
                 theta, size, records, nc, nc_rate, blocked = self._joint_moves(
-                    key_nc, state, theta, size, records, records, log_eta, public, model_args, model_kwargs
+                    key_nc,
+                    state,
+                    theta,
+                    size,
+                    records,
+                    records,
+                    log_eta,
+                    public,
+                    infos,
+                    model_args,
+                    model_kwargs,
                 )
-                t_now = self._per_record({**public, **records}, self._active(size))
+                t_now = self._per_record({**public, **records}, self._active(size), infos)
                 residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
                 theta_state = self._point_inner_at(theta, theta_state)
                 nc_step = jnp.exp(nc.log_step)
@@ -861,6 +884,7 @@ class DataAugmentationKernel(PerChainKernel):
                 t_now,
                 residuals,
                 densities,
+                infos,
                 model_args,
                 model_kwargs,
                 # n held at its start while the sweep and θ first fit the records to the release
@@ -878,7 +902,9 @@ class DataAugmentationKernel(PerChainKernel):
                 near_capacity=self._near_capacity(size),
             )
         elif self._num_moves:
-            moved = partial(self._moves, key_nc, state.nc, public, active, log_eta, model_args, model_kwargs)
+            moved = partial(
+                self._moves, key_nc, state.nc, public, active, infos, log_eta, model_args, model_kwargs
+            )
             unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)
             if use_moves is None:
                 theta, records, nc, nc_rate, statistics, theta_state = moved(theta, records, theta_state)

@@ -237,12 +237,13 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         t_records,
         residuals,
         log_noise,
+        infos,
         model_args,
         model_kwargs,
         enabled,
     ):
         """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call whose
-        records plate holds just K slots."""
+        records plate holds just K slots (their statistics by ``infos``, the step's PrivatizedInfo)."""
         lower = self._spec.size_bounds[0]
         try:
             with allow_overflow(capacity=self._size_moves):
@@ -253,7 +254,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
                 f"plate holds {self._size_moves} slots, and the model failed there ({type(e).__name__}: "
                 f"{e}). Build the records from the plate alone: no arrays sized by the capacity."
             ) from e
-        t_births = self._per_record(births, None)
+        t_births = self._per_record(births, None, infos)
         log_prior = self._log_prior_n(given, records, model_args, model_kwargs)
         (n,) = (given[k] for k in self._spec.size_sites)
         return birth_death(
@@ -320,18 +321,29 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         (n,) = size.values()
         return jnp.arange(self._spec.size_bounds[1]) < n
 
-    def _ridge_statistic(self, public):
+    def _ridge_statistic(self, public, infos):
         """``(records, n) -> S``: the release statistics other than n's, of the first n records."""
         keep = [i for i in range(len(self._spec.privatized)) if i != self._spec.size_release]
 
         def statistic(records, n):
-            t = self._per_record({**public, **records}, jnp.arange(self._spec.size_bounds[1]) < n)
+            t = self._per_record({**public, **records}, jnp.arange(self._spec.size_bounds[1]) < n, infos)
             return jnp.concatenate([jnp.ravel(jnp.sum(t[i], 0)) for i in keep])
 
         return statistic
 
     def _joint_moves(
-        self, rng_key, state, theta, size, records, proposals, log_eta, public, model_args, model_kwargs
+        self,
+        rng_key,
+        state,
+        theta,
+        size,
+        records,
+        proposals,
+        log_eta,
+        public,
+        infos,
+        model_args,
+        model_kwargs,
     ):
         """The joint (θ, n) moves with the record noise held (:mod:`dpjax.infer.joint_size_moves`),
         made after the record sweep and before the jumps: the sweep's proposals x* ~ f(·|θ) in the
@@ -358,12 +370,12 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             model_args=model_args,
             model_kwargs=model_kwargs,
             ridge_moves=self._ridge_moves,
-            ridge_statistic=self._ridge_statistic(public),
+            ridge_statistic=self._ridge_statistic(public, infos),
         )
         return theta, {site: n}, records, nc, rate, blocked
 
-    def _resolve_size(self, tr):
-        super()._resolve_size(tr)
+    def _check_size(self):
+        super()._check_size()
         if not self._spec.size_sites:
             raise ValueError(
                 "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "

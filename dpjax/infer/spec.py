@@ -9,7 +9,6 @@ store only static metadata derived from it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -19,14 +18,14 @@ import numpy as np
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, record_statistics, site_roles
 
-__all__ = ["ModelSpec", "Release", "mechanisms", "model_spec"]
+__all__ = ["ModelSpec", "Release", "model_spec", "privatized_infos"]
 
 
 class Release(NamedTuple):
-    """A privatized site as every engine sees it statically."""
+    """A privatized site as every engine sees it statically (its statistic t and mechanism, which may
+    close over traced values, are read with :func:`privatized_infos` from the trace of each step)."""
 
-    statistic: Callable  # t(record): the release is η(· | Σᵢ t(recordᵢ))
-    record_sites: tuple[str, ...]  # the record sites the statistic reads
+    record_sites: tuple[str, ...]  # the record sites its statistic reads
     counts_records: bool = False  # t ≡ 1: a noisy n
 
 
@@ -68,7 +67,7 @@ def model_spec(tr) -> ModelSpec:
     """The :class:`ModelSpec` of a prototype trace, with the records plate validated
     (:func:`dpjax.primitives.site_roles`) and an unknown n's bounds checked."""
     roles = site_roles(tr)
-    privatized = tuple((name, Release(info.statistic, info.record_sites)) for name, info in roles.privatized)
+    privatized = tuple((name, Release(info.record_sites)) for name, info in roles.privatized)
     supports = {k: tr[k]["fn"].support for k in roles.theta}
     discrete = bool(roles.latent_records) and all(
         tr[k]["fn"].support.is_discrete for k in roles.latent_records
@@ -89,8 +88,8 @@ def model_spec(tr) -> ModelSpec:
     if lower > capacity:
         raise ValueError(f"The prior of {size!r} starts at {lower}, beyond the capacity {capacity}.")
     privatized = tuple(
-        (name, release._replace(counts_records=_counts_records(release.statistic, tr, release.record_sites)))
-        for name, release in privatized
+        (name, Release(info.record_sites, _counts_records(info.statistic, tr, info.record_sites)))
+        for name, info in roles.privatized
     )
     counted = [i for i, (_, release) in enumerate(privatized) if release.counts_records]
     return spec._replace(
@@ -102,9 +101,10 @@ def model_spec(tr) -> ModelSpec:
     )
 
 
-def mechanisms(tr, spec: ModelSpec) -> tuple:
-    """The mechanism of each privatized site, read from a trace of the step that uses them."""
-    return tuple(tr[name]["infer"][INFER_KEY].mechanism for name, _ in spec.privatized)
+def privatized_infos(tr, spec: ModelSpec) -> tuple:
+    """Each privatized site's :class:`~dpjax.primitives.PrivatizedInfo` (statistic, mechanism, active
+    slots), read from a trace of the step that uses them."""
+    return tuple(tr[name]["infer"][INFER_KEY] for name, _ in spec.privatized)
 
 
 def _counts_records(statistic, tr, record_sites) -> bool:
