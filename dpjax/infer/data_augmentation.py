@@ -497,10 +497,15 @@ class DataAugmentationKernel(PerChainKernel):
         def flat_theta(z):
             return ravel_pytree({k: biject_to(self._spec.supports[k]).inv(z[k]) for k in self._spec.theta})[0]
 
+        # its adaptation (inner NUTS, move steps) ends with its burn-in, so the timed stages see tuned
+        # samplers, as the run will after its warmup
+        burn_in = BURN_IN_STAGES * length
+
         def run(states, use_moves):
             one = partial(
-                self._sample_one, model_args=model_args, model_kwargs=model_kwargs, use_moves=use_moves
-            )
+                self._sample_one, model_args=model_args, model_kwargs=model_kwargs, use_moves=use_moves,
+                num_warmup=burn_in,
+            )  # fmt: skip
 
             def body(states, _):
                 states = jax.vmap(one)(states)
@@ -511,16 +516,11 @@ class DataAugmentationKernel(PerChainKernel):
         def decide():
             # its own fixed keys: the choice depends on the model, settings and data only, and is
             # made eagerly even when `init` is traced (chain_method="parallel" runs it under pmap)
-            # Its adaptation (inner NUTS, move steps) ends with its burn-in, so the timed stages
-            # see tuned samplers, as the run will after its warmup.
-            num_warmup, self._num_warmup = self._num_warmup, BURN_IN_STAGES * length
-            try:
-                with jax.ensure_compile_time_eval():
-                    keys = random.split(random.key(0), PILOT_CHAINS)
-                    starts = jax.jit(jax.vmap(init_one, in_axes=(0, None)))(keys, init_params)
-                    return pilot_moves(jax.jit(run), starts, self._num_moves)
-            finally:
-                self._num_warmup = num_warmup
+            with jax.ensure_compile_time_eval():
+                keys = random.split(random.key(0), PILOT_CHAINS)
+                start = partial(init_one, num_warmup=burn_in)
+                starts = jax.jit(jax.vmap(start, in_axes=(0, None)))(keys, init_params)
+                return pilot_moves(jax.jit(run), starts, self._num_moves)
 
         return remembered((settings, data), decide)
 
@@ -601,7 +601,7 @@ class DataAugmentationKernel(PerChainKernel):
         new = self._inner.get_constrain_fn(model_args, kw)(hs.z)
         return {k: new[k] for k in self._spec.theta}, hs, hs.accept_prob, hs.diverging
 
-    def _init_one(self, rng_key, init_params, *, model_args, model_kwargs):
+    def _init_one(self, rng_key, init_params, *, model_args, model_kwargs, num_warmup=None):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
         spec = self._spec
         init_params = dict(init_params or {})
@@ -631,7 +631,8 @@ class DataAugmentationKernel(PerChainKernel):
             if any(k in init_params for k in spec.theta):
                 unconstrained = {k: biject_to(self._spec.supports[k]).inv(v) for k, v in theta.items()}
             with _starting_at(self._inner, theta if given else None):
-                theta_state = self._inner.init(key_inner, self._num_warmup, unconstrained, model_args, kw)
+                warmup = self._num_warmup if num_warmup is None else num_warmup
+                theta_state = self._inner.init(key_inner, warmup, unconstrained, model_args, kw)
             constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
             theta = {k: constrained[k] for k in spec.theta}
         public, releases, active, infos = self._observed({**theta, **size}, records, model_args, model_kwargs)
@@ -776,6 +777,7 @@ class DataAugmentationKernel(PerChainKernel):
         active,
         infos,
         log_eta,
+        num_warmup,
         model_args,
         model_kwargs,
         theta,
@@ -792,7 +794,7 @@ class DataAugmentationKernel(PerChainKernel):
             model=self._model,
             supports=self._spec.supports,
             num_moves=self._num_moves,
-            num_warmup=self._num_warmup,
+            num_warmup=num_warmup,
             model_args=model_args,
             model_kwargs=model_kwargs,
         )
@@ -806,8 +808,10 @@ class DataAugmentationKernel(PerChainKernel):
         z = {k: biject_to(self._spec.supports[k]).inv(theta[k]) for k in self._spec.theta}
         return theta_state._replace(z={**theta_state.z, **z})
 
-    def _sample_one(self, state, model_args, model_kwargs, use_moves=None):
+    def _sample_one(self, state, model_args, model_kwargs, use_moves=None, num_warmup=None):
+        """One iteration; the pilot gives its own ``use_moves`` switch and ``num_warmup``."""
         spec = self._spec
+        num_warmup = self._num_warmup if num_warmup is None else num_warmup
         key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
         theta = {k: state.z[k] for k in spec.theta}
         size = self._size(state.z)
@@ -903,7 +907,16 @@ class DataAugmentationKernel(PerChainKernel):
             )
         elif self._num_moves:
             moved = partial(
-                self._moves, key_nc, state.nc, public, active, infos, log_eta, model_args, model_kwargs
+                self._moves,
+                key_nc,
+                state.nc,
+                public,
+                active,
+                infos,
+                log_eta,
+                num_warmup,
+                model_args,
+                model_kwargs,
             )
             unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)
             if use_moves is None:
