@@ -72,7 +72,7 @@ from .rules import (
 from .samplers import fast_sampling
 from .spec import ModelSpec, model_spec, privatized_infos
 
-__all__ = ["DAState", "DataAugmentationKernel", "HeldTheta", "RoundOffWarning", "StickyRecordsWarning"]
+__all__ = ["DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
 
 # Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (Both
 # sweeps' move rates leave out offers that change nothing: the plain sweep's proposals equal to their
@@ -221,6 +221,9 @@ class DataAugmentationKernel(PerChainKernel):
     :param theta_update: exact conditional ``theta_update(rng_key, records, params) -> params``
         (e.g. a conjugate draw) used instead of the inner kernel. ``records`` holds every record
         site (latent and public) with records along axis 0; ``params`` the constrained θ sites.
+        ``"held"``: θ stays at its value in ``state.z``, so an iteration is an exact MCMC step for
+        p(records | s, θ) (and n with an unknown n): the E-step of ``mcem(e_step="mcmc")``; θ's prior
+        is not used (it may be improper) and there are no non-centred moves.
     :param noncentred_moves: random-walk Metropolis moves of θ per iteration with the records held
         fixed as noise variables u, x = g(θ, u) (interweaving; see :mod:`dpjax.infer.noncentred`).
         They keep θ mixing when the release is weak compared with the data. ``"auto"`` (default):
@@ -296,8 +299,10 @@ class DataAugmentationKernel(PerChainKernel):
             raise ValueError("`model` must be a NumPyro model (a callable).")
         if noncentred_moves != "auto" and not (isinstance(noncentred_moves, int) and noncentred_moves >= 0):
             raise ValueError(f"`noncentred_moves` must be 'auto' or an int >= 0, got {noncentred_moves!r}.")
-        if theta_update is not None and not callable(theta_update):
-            raise ValueError("`theta_update` must be a callable (rng_key, records, params) -> params.")
+        if theta_update is not None and not (callable(theta_update) or theta_update == "held"):
+            raise ValueError(
+                "`theta_update` must be a callable (rng_key, records, params) -> params, or 'held'."
+            )
         if inner_kernel is None and theta_update is None:
             from numpyro.infer import NUTS
 
@@ -592,7 +597,7 @@ class DataAugmentationKernel(PerChainKernel):
     def _theta_step(self, rng_key, state, theta, size, public, model_args, model_kwargs):
         if self._inner is None:
             params = {**theta, **size}
-            new = self._check_theta_update(self._theta_update(rng_key, {**public, **state.records}, params))
+            new = self._check_theta_update(self._update_theta(rng_key, {**public, **state.records}, params))
             new = {k: jnp.asarray(v, jnp.result_type(theta[k])) for k, v in new.items()}
             return new, (), jnp.array(1.0), jnp.array(False)
         kw = with_conditioning(model_kwargs, {**state.records, **size})
@@ -688,8 +693,8 @@ class DataAugmentationKernel(PerChainKernel):
         """Host-side checks that would otherwise give silently wrong draws."""
         spec = self._spec
         improper = [k for k in spec.theta if isinstance(base_distribution(tr[k]["fn"]), dist.ImproperUniform)]
-        # θ held fixed (the MCEM E-step, `held_theta_kernel`): θ's prior is never used, so it may be improper
-        if improper and not isinstance(self._theta_update, HeldTheta):
+        # θ held (theta_update="held", the MCEM E-step): θ's prior is never used, so it may be improper
+        if improper and self._theta_update != "held":
             raise ValueError(
                 f"DataAugmentationKernel needs a proper prior; sites {improper} are improper. The likelihood "
                 "of a noisy release is bounded below, so an improper prior can give an improper posterior."
@@ -704,13 +709,19 @@ class DataAugmentationKernel(PerChainKernel):
         if self._theta_update is not None and concrete([s["value"] for s in tr.values() if "value" in s]):
             records = {k: tr[k]["value"] for k in spec.latent_records + spec.public_records}
             theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta + self._spec.size_sites}
-            new = self._check_theta_update(self._theta_update(random.key(0), records, theta))
+            new = self._check_theta_update(self._update_theta(random.key(0), records, theta))
             bad = [k for k in spec.theta if not np.all(np.asarray(self._spec.supports[k](new[k])))]
             if bad:
                 raise ValueError(
                     f"`theta_update` returned values outside the support of sites {bad} (e.g. "
                     f"{bad[0]} = {np.asarray(new[bad[0]])!r}, support {self._spec.supports[bad[0]]})."
                 )
+
+    def _update_theta(self, rng_key, records, params):
+        """The exact θ-step: ``theta_update``, or θ kept where it is (``"held"``)."""
+        if self._theta_update == "held":
+            return {k: params[k] for k in self._spec.theta}
+        return self._theta_update(rng_key, records, params)
 
     def _check_theta_update(self, new):
         if not isinstance(new, dict) or set(new) != set(self._spec.theta):
@@ -738,8 +749,8 @@ class DataAugmentationKernel(PerChainKernel):
         # a scaled record density (a power likelihood) is not the noise law's push-forward
         blockers += [k for k in spec.latent_records if tr[k].get("scale") is not None and k not in blockers]
         blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
-        if isinstance(self._theta_update, HeldTheta):  # the moves would move the held θ
-            blockers += list(self._theta_update.sites)
+        if self._theta_update == "held":  # the moves would move the held θ
+            blockers += list(spec.theta)
         dtype = jnp.result_type(float)
         limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
         costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
@@ -945,16 +956,3 @@ class DataAugmentationKernel(PerChainKernel):
             rng_key=key_next,
             **jumps,
         )
-
-
-class HeldTheta:
-    """The θ-"update" that keeps θ: ``HeldTheta(sites)(rng_key, records, params)`` returns the θ sites of
-    ``params`` unchanged. With it a kernel's iteration is its record sweep (and, with an unknown n, its
-    birth/death moves) at the θ stored in ``state.z``, i.e. an exact MCMC step for p(records, n | s, θ):
-    the E-step of ``dpjax.infer.mcem(e_step="mcmc")``."""
-
-    def __init__(self, sites):
-        self.sites = tuple(sites)
-
-    def __call__(self, rng_key, records, params):
-        return {k: params[k] for k in self.sites}

@@ -34,7 +34,7 @@ from .._validate import positive_int
 from ..primitives import allow_overflow, simulate
 from ._compile import avals, compiled, split_args
 from .chains import check_init_params
-from .data_augmentation import DataAugmentationKernel, HeldTheta
+from .data_augmentation import DataAugmentationKernel
 from .reversible_jump import ReversibleJumpKernel
 from .rules import check_release_reads_records
 from .spec import model_spec
@@ -262,7 +262,7 @@ def mcem(
             a, kw = unpack(traced, dynamic)
             # a kernel set up from these (traced) arguments, so that a cached compilation never
             # holds a previous call's mechanisms, statistics or supports; its initial state is unused
-            kernel = em_kernel(model, HeldTheta(roles.theta), unknown_n=bool(size_sites))
+            kernel = em_kernel(model, "held", unknown_n=bool(size_sites))
             kernel.init(random.key(0), 0, params, a, kw)
             z = {
                 k: jnp.broadcast_to(jnp.asarray(params[k], v.dtype), v.shape) if k in params else v
@@ -357,7 +357,7 @@ def mcem(
     if mcmc:
         # the chains: started once (host-side checks of the release and of θ here), then carried
         rng_key, key_init = random.split(rng_key)
-        kernel = em_kernel(model, HeldTheta(roles.theta), unknown_n=bool(size_sites))
+        kernel = em_kernel(model, "held", unknown_n=bool(size_sites))
         per_chain = jax.tree.map(lambda v: jnp.broadcast_to(v, (num_chains,) + jnp.shape(v)), params)
         states = kernel.init(random.split(key_init, num_chains), 0, per_chain, model_args, model_kwargs)
         states = _strongly_typed(states)  # as the E-step returns them: it compiles once, not twice
@@ -517,7 +517,7 @@ def _em_rate(complete, missing):
 def em_kernel(model, theta_update, *, unknown_n: bool, size_moves: int = 100) -> DataAugmentationKernel:
     """The record chain of an EM variant: a :class:`DataAugmentationKernel` (known n) or a
     :class:`ReversibleJumpKernel` (unknown n, ``size_moves`` birth/death moves per iteration), with no
-    non-centred moves (they would move θ), whose θ-step is ``theta_update``: :class:`HeldTheta` for MCEM's
+    non-centred moves (they would move θ), whose θ-step is ``theta_update``: ``"held"`` for MCEM's
     E-step (θ put in ``state.z`` stays there; its prior is not used, it may be improper), the M-step
     for stochastic EM."""
     if unknown_n:
