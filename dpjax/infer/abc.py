@@ -61,6 +61,17 @@ class ISResult(NamedTuple):
     ess: float
 
 
+class ABCState(NamedTuple):
+    """The exact-ABC loop's state: the key, the buffer of accepted θ draws (one slot per sample), how
+    many are filled, batches simulated and proposals accepted (beyond the buffer too)."""
+
+    rng_key: jax.Array
+    samples: dict
+    count: jax.Array
+    batches: jax.Array
+    accepted: jax.Array
+
+
 class PriorSpec(NamedTuple):
     """A prototype trace and what is read from it for one call (arrays: per call, never stored)."""
 
@@ -426,21 +437,22 @@ def exact_abc(
             a, kw = args.rebuild(dynamic) if traced else (model_args, model_kwargs)
             sim = lambda k: one(k, a, kw, placeholders)
 
-            def body(carry):
-                key, buffer, count, batches, accepted_total = carry
-                key, k_sim, k_acc = random.split(key, 3)
+            def body(state):
+                key, k_sim, k_acc = random.split(state.rng_key, 3)
+                count = state.count
                 if vectorized:  # the whole batch under one key
                     _, values, _, log_eta = batch(k_sim, batch_size, a, kw, placeholders)
                 else:  # one key per proposal
                     values, log_eta = jax.vmap(sim)(random.split(k_sim, batch_size))
                 accept = jnp.log(uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
                 slot = jnp.where(accept, count + count_true(accept) - 1, num_samples)  # out of range: dropped
-                buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), buffer, values)
+                buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), state.samples, values)
                 n_acc = jnp.sum(accept)
-                return key, buffer, count + n_acc, batches + 1, accepted_total + n_acc
+                return ABCState(key, buffer, count + n_acc, state.batches + 1, state.accepted + n_acc)
 
             # one compiled loop; the host only checks the clock between calls
-            return lax.while_loop(lambda c: (c[2] < num_samples) & (c[3] < batch_limit), body, carry)
+            going = lambda state: (state.count < num_samples) & (state.batches < batch_limit)
+            return lax.while_loop(going, body, carry)
 
         return jax.jit(run)
 
@@ -456,17 +468,17 @@ def exact_abc(
     buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + jnp.shape(v), jnp.result_type(v)), proto)
     # strongly typed, as the loop returns it (one compilation); canonical: no int64 request under x32
     zero = jnp.zeros((), jax.dtypes.canonicalize_dtype(jnp.int_))
-    carry = (rng_key, buffer, zero, zero, zero)
+    carry = ABCState(rng_key, buffer, zero, zero, zero)
     start, chunk, calls, warned = time.perf_counter(), 1, 0, max_seconds is not None
     bar = tqdm(total=num_samples, desc="exact ABC", unit="draw", disable=not progress_bar, leave=False)
     while True:
         tic = time.perf_counter()
-        batches_before = int(carry[3])
+        batches_before = int(carry.batches)
         carry = run(carry, jnp.asarray(min(batches_before + chunk, max_batches)))
-        count, batches = int(carry[2]), int(carry[3])
+        count, batches = int(carry.count), int(carry.batches)
         calls += 1
         bar.update(min(count, num_samples) - bar.n)
-        bar.set_postfix_str(f"acceptance {int(carry[4]) / (batches * batch_size):.3g}")
+        bar.set_postfix_str(f"acceptance {int(carry.accepted) / (batches * batch_size):.3g}")
         now = time.perf_counter()
         out_of_time = max_seconds is not None and now - start > max_seconds
         if count >= num_samples or batches >= max_batches or out_of_time:
@@ -476,7 +488,7 @@ def exact_abc(
         elif not warned and now - t_rate >= RATE_WINDOW_SECONDS and batches > b_rate:
             warned = _warn_if_slow(
                 (now - t_rate) / (batches - b_rate), batches, max_batches, batch_size,
-                count, num_samples, int(carry[4]), max_proposals,
+                count, num_samples, int(carry.accepted), max_proposals,
             )  # fmt: skip
         if now - tic < 0.25:  # grow calls until each takes a fraction of a second
             chunk *= 2
