@@ -213,7 +213,7 @@ class PseudoMarginalABC(PerChainKernel):
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
         spec = prior_spec(self._model, model_args, model_kwargs, engine="PseudoMarginalABC")
-        privatized, theta, tr = spec.privatized, spec.theta, spec.trace
+        theta, tr = spec.theta, spec.trace
         discrete = [k for k in theta if tr[k]["fn"].support.is_discrete]
         if discrete:
             raise ValueError(
@@ -221,13 +221,6 @@ class PseudoMarginalABC(PerChainKernel):
                 f"needs a continuous prior; sites {discrete} are discrete. Use `exact_abc` (any proper "
                 "prior), or DataAugmentationKernel with a `theta_update` that draws θ exactly."
             )
-        self._transforms = {k: biject_to(tr[k]["fn"].support) for k in theta}
-        self._public = [
-            k for k, s in tr.items() if s["type"] == "sample" and s["is_observed"] and k not in privatized
-        ]
-        # one simulated database is kept only as a block of numpyro.infer.Gibbs (see `refresh`);
-        # standalone, carrying n records per chain would be pure cost
-        self._latent = list(spec.model.latent_records) if self._store_records else []
         if init_params is not None:
             # numpyro.infer.Gibbs gives every site of the block: θ and the latent records
             supports = {k: tr[k]["fn"].support for k in theta}
@@ -235,12 +228,11 @@ class PseudoMarginalABC(PerChainKernel):
             missing = sorted(set(theta) - set(init_params))
             if missing:
                 raise ValueError(f"`init_params` must give every θ site {sorted(theta)}; missing {missing}.")
-        self._privatized, self._theta, self._num_warmup = privatized, theta, int(num_warmup)
+        self._num_warmup = int(num_warmup)
         self._spec = spec.model
         # the flat θ's layout (static: shapes and dtypes), on the host before any vmap over chains
-        _, self._unravel_fn = ravel_pytree(
-            {k: self._transforms[k].inv(jnp.asarray(tr[k]["value"])) for k in theta}
-        )
+        start = {k: t.inv(jnp.asarray(tr[k]["value"])) for k, t in self._transforms.items()}
+        _, self._unravel_fn = ravel_pytree(start)
         init_one = partial(self._init_one, args=model_args, kwargs=model_kwargs)
         return self._start(rng_key, init_one, init_params)
 
@@ -256,13 +248,31 @@ class PseudoMarginalABC(PerChainKernel):
         _report_check(sd, num_simulations=self._num_simulations)
 
     # ---------------------------------------------------------------- internals
+    @property
+    def _releases(self):
+        return [n for n, _ in self._spec.privatized]
+
+    @property
+    def _latent(self):
+        """The simulated records kept: only as a block of numpyro.infer.Gibbs (see `refresh`);
+        standalone, carrying n records per chain would be pure cost."""
+        return self._spec.latent_records if self._store_records else ()
+
+    @property
+    def _transforms(self):
+        return {k: biject_to(self._spec.supports[k]) for k in self._spec.theta}
+
     def _weigh(self, key, theta, args, kwargs, records=None):
         """One simulation at θ (or the given records): its log weight, log p(θ) and its records."""
         data = theta if records is None else {**theta, **records}
-        tr, log_eta = simulate(key, self._model, self._privatized, args, kwargs, data=data)
+        tr, log_eta = simulate(key, self._model, self._releases, args, kwargs, data=data)
         log_p = lambda sites: sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in sites)
         # public data may depend on the simulated records: their density joins the weight
-        return log_eta + log_p(self._public), log_p(self._theta), {k: tr[k]["value"] for k in self._latent}
+        return (
+            log_eta + log_p(self._spec.observed),
+            log_p(self._spec.theta),
+            {k: tr[k]["value"] for k in self._latent},
+        )
 
     def _estimate(self, key, theta, args, kwargs, num=None):
         """log p(θ) terms, the per-simulation log weights log η(s_dp | T_j) (+ public data) and the
@@ -297,9 +307,9 @@ class PseudoMarginalABC(PerChainKernel):
     def _init_one(self, rng_key, init_params, args, kwargs):
         key_init, key_est, key_state = random.split(rng_key, 3)
         if init_params is None:  # a prior draw
-            tr, _ = simulate(key_init, self._model, self._privatized, args, kwargs)
-            init_params = {k: tr[k]["value"] for k in self._theta}
-        phi = {k: self._transforms[k].inv(jnp.asarray(init_params[k])) for k in self._theta}
+            tr, _ = simulate(key_init, self._model, self._releases, args, kwargs)
+            init_params = {k: tr[k]["value"] for k in self._spec.theta}
+        phi = {k: self._transforms[k].inv(jnp.asarray(init_params[k])) for k in self._spec.theta}
         flat, _ = ravel_pytree(phi)
         theta, log_jac = self._unravel(flat)
         log_prior, log_w, sims = self._estimate(key_est, theta, args, kwargs)
@@ -340,7 +350,7 @@ class PseudoMarginalABC(PerChainKernel):
         pooled = _pooled_sd(s1, s2, n, self._num_simulations)
         records = pick(records, state.records)
         new = state._replace(
-            z=self._z(pick(theta, {k: state.z[k] for k in self._theta}), records),
+            z=self._z(pick(theta, {k: state.z[k] for k in self._spec.theta}), records),
             records=records,
             flat=pick(prop, state.flat),
             log_prior=pick(log_prior + log_jac, state.log_prior),

@@ -35,6 +35,7 @@ class ModelSpec(NamedTuple):
     - **privatized** – ``((site, Release), ...)`` in model order.
     - **theta** – the parameters: latent sample sites outside the records plate (n aside).
     - **latent_records**, **public_records** – the record sites inside the records plate.
+    - **observed** – every observed sample site but the releases (public records and public data).
     - **supports** – the support of each θ site and of n.
     - **discrete_records** – every latent record site is discrete (a proposal can repeat its record).
     - **size** – the latent site sizing a :class:`~dpjax.records_plate` (an unknown n), else None;
@@ -48,6 +49,7 @@ class ModelSpec(NamedTuple):
     public_records: tuple[str, ...]
     supports: dict
     discrete_records: bool
+    observed: tuple[str, ...] = ()
     size: str | None = None
     size_bounds: tuple[int, int] = (0, 0)
     size_release: int | None = None
@@ -72,7 +74,13 @@ def model_spec(tr) -> ModelSpec:
     discrete = bool(roles.latent_records) and all(
         tr[k]["fn"].support.is_discrete for k in roles.latent_records
     )
-    spec = ModelSpec(privatized, roles.theta, roles.latent_records, roles.public_records, supports, discrete)
+    names = {n for n, _ in privatized}
+    observed = tuple(
+        k for k, s in tr.items() if s["type"] == "sample" and s["is_observed"] and k not in names
+    )
+    spec = ModelSpec(
+        privatized, roles.theta, roles.latent_records, roles.public_records, supports, discrete, observed
+    )
     if roles.size is None:
         return spec
     size = roles.size
