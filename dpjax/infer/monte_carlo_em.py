@@ -268,7 +268,7 @@ def mcem(
                 k: jnp.broadcast_to(jnp.asarray(params[k], v.dtype), v.shape) if k in params else v
                 for k, v in states.z.items()
             }
-            step = lambda state: kernel._sample_one(state, a, kw)
+            step = lambda state: kernel.sample(state, a, kw)  # one chain: its step and host checks
 
             def kept(s, _):
                 s = step(s)
