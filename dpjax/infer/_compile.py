@@ -63,22 +63,10 @@ def compiled(key, build, dynamic):
     """``call(*args)`` running ``build(traced=True)(*args, dynamic)``, the jitted function cached under
     ``key``. A model that needs concrete array arguments (a tracer error while compiling) falls back to
     ``build(traced=False)``, which closes over them and compiles per call, as before caching."""
-    fn = None
-    if key is not None:
-        try:
-            fn = CACHE.pop(key, None)
-        except TypeError:  # an unhashable model, simulator, ...
-            key = None
+    fn = memo(key, lambda: build(traced=True))
     if fn is _UNTRACEABLE:
-        CACHE[key] = fn
         closed = build(traced=False)
         return lambda *a: closed(*a, ())
-    if fn is None:
-        fn = build(traced=True)
-    if key is not None:
-        CACHE[key] = fn
-        while len(CACHE) > CACHE_SIZE:
-            CACHE.popitem(last=False)
     state = {"fn": fn}
 
     def call(*a):
@@ -87,8 +75,7 @@ def compiled(key, build, dynamic):
         except _TRACER_ERRORS:
             if state["fn"] is not fn:
                 raise
-            if key is not None:
-                CACHE[key] = _UNTRACEABLE
+            _keep(key, _UNTRACEABLE)
             state["fn"] = build(traced=False)  # ignores `dynamic`: closes over the arguments
             return state["fn"](*a, dynamic)
 
@@ -96,17 +83,27 @@ def compiled(key, build, dynamic):
 
 
 def memo(key, compute):
-    """``compute()``, kept in the same cache under ``key`` (a host-side verdict that depends on what
-    fixes the program, not on array values); not kept when ``key`` is None or unhashable."""
+    """``compute()``, kept in the cache under ``key`` (least recently used first out); not kept when
+    ``key`` is None or unhashable (an unhashable model, simulator, ...)."""
     try:
-        if key is not None and key in CACHE:
-            CACHE.move_to_end(key)
-            return CACHE[key]
-    except TypeError:  # an unhashable model, simulator, ...
-        key = None
+        hit = key is not None and key in CACHE
+    except TypeError:
+        return compute()
+    if hit:
+        CACHE.move_to_end(key)
+        return CACHE[key]
     value = compute()
-    if key is not None:
-        CACHE[key] = value
-        while len(CACHE) > CACHE_SIZE:
-            CACHE.popitem(last=False)
+    _keep(key, value)
     return value
+
+
+def _keep(key, value):
+    if key is None:
+        return
+    try:
+        CACHE[key] = value
+    except TypeError:
+        return
+    CACHE.move_to_end(key)
+    while len(CACHE) > CACHE_SIZE:
+        CACHE.popitem(last=False)

@@ -336,8 +336,12 @@ class PseudoMarginalABC(PerChainKernel):
         records = self._select(random.fold_in(k_est, 1), log_w, sims)
         log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
         log_alpha = log_prior + log_jac + log_lik - state.log_prior - state.log_lik
-        _, info = accept(k_acc, log_alpha, (), ())
-        pick = lambda new, old: jax.tree.map(lambda a, b: jnp.where(info.accepted, a, b), new, old)
+        proposal = (records, theta, prop, log_prior + log_jac, log_lik, _log_lik_sd(log_w))
+        theta_now = {k: state.z[k] for k in self._spec.theta}
+        current = (state.records, theta_now, state.flat, state.log_prior, state.log_lik, state.log_lik_sd)
+        (records, theta, flat, log_prior, log_lik, log_lik_sd), info = accept(
+            k_acc, log_alpha, proposal, current
+        )
         rate = info.accept_prob
         # running mean of the acceptance probability, restarted when sampling begins
         n_mean = jnp.where(state.i < self._num_warmup, state.i, state.i - self._num_warmup) + 1.0
@@ -348,14 +352,13 @@ class PseudoMarginalABC(PerChainKernel):
         s2 = jnp.where(pool, jnp.logaddexp(state.check_log_s2, logsumexp(2 * log_w)), state.check_log_s2)
         n = state.check_n + jnp.where(pool, self._num_simulations, 0)
         pooled = _pooled_sd(s1, s2, n, self._num_simulations)
-        records = pick(records, state.records)
         new = state._replace(
-            z=self._z(pick(theta, {k: state.z[k] for k in self._spec.theta}), records),
+            z=self._z(theta, records),
             records=records,
-            flat=pick(prop, state.flat),
-            log_prior=pick(log_prior + log_jac, state.log_prior),
-            log_lik=pick(log_lik, state.log_lik),
-            log_lik_sd=pick(_log_lik_sd(log_w), state.log_lik_sd),
+            flat=flat,
+            log_prior=log_prior,
+            log_lik=log_lik,
+            log_lik_sd=log_lik_sd,
             warmup_log_lik_sd=jnp.where(pool, pooled, state.warmup_log_lik_sd),
             accept_prob=rate,
             mean_accept_prob=mean_rate,
