@@ -7,7 +7,6 @@ records with proposals from the model itself and acceptance ratio η(s|T*) / η(
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable
 from functools import partial
@@ -21,9 +20,8 @@ from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions import biject_to
-from numpyro.infer.gibbs import conditioned, prototype_trace, with_conditioning
+from numpyro.infer.gibbs import prototype_trace, with_conditioning
 from numpyro.infer.hmc import HMC
-from numpyro.infer.initialization import init_to_value
 from numpyro.infer.util import potential_energy
 from numpyro.util import is_prng_key
 
@@ -35,7 +33,7 @@ from ..primitives import (
     record_statistics,
     simulate,
 )
-from . import record_step
+from . import record_step, theta_block
 from .auto_moves import (
     BURN_IN_STAGES,
     PILOT_CHAINS,
@@ -56,7 +54,6 @@ from .chains import (
 from .noncentred import (
     AUTO_POISSON_RATE,
     POISSON_RATE_LIMIT,
-    MaskReleases,
     base_distribution,
     init_nc_state,
     noise_supported,
@@ -147,28 +144,6 @@ def _sweep_density(mechanism, release):
     if mechanism.additive:
         return mechanism.log_noise_density
     return lambda r: mechanism.log_density(release, release - r)
-
-
-def _theta_given_records(model, *args, **kwargs):
-    with MaskReleases():
-        return model(*args, **kwargs)
-
-
-@contextlib.contextmanager
-def _starting_at(kernel, theta):
-    """NumPyro's HMC.init searches for a valid start with the kernel's init strategy (uniform in
-    (−2, 2) by default) even when given ``init_params``, and raises if none of its tries is valid
-    (a model with log density −inf on part of θ's support); with a start given, that search starts
-    and ends at the start."""
-    if theta is None or not hasattr(kernel, "_init_strategy"):
-        yield
-        return
-    strategy = kernel._init_strategy
-    kernel._init_strategy = init_to_value(values=theta)
-    try:
-        yield
-    finally:
-        kernel._init_strategy = strategy
 
 
 #: the float32 round-off (nats, sd) of log p(θ | x) above which ``init`` warns: noise of σ alone
@@ -310,11 +285,7 @@ class DataAugmentationKernel(PerChainKernel):
         self._model = model
         self._theta_update = theta_update
         self._inner_kernel = inner_kernel  # as given, for `wrap_model`
-        self._inner = (
-            None
-            if inner_kernel is None
-            else inner_kernel.wrap_model(lambda m: conditioned(partial(_theta_given_records, m)))
-        )
+        self._inner = None if inner_kernel is None else theta_block.inner_on_records(inner_kernel)
         self._store_records = bool(store_records)
         self._noncentred = noncentred_moves
         self._record_update = record_update
@@ -399,10 +370,9 @@ class DataAugmentationKernel(PerChainKernel):
         statistics = self._statistics(public, state.records, active, infos)
         statistics = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in statistics.items()}
         log_eta = self._log_eta(infos, releases, statistics)
-        theta_state = state.theta_state
-        if self._inner is not None:
-            kw = with_conditioning(model_kwargs, {**state.records, **self._size(state.z)})
-            theta_state = self._inner.refresh(theta_state, model_args, kw)
+        theta_state = theta_block.refresh(
+            self._inner, state.theta_state, state.records, self._size(state.z), model_args, model_kwargs
+        )
         valid = state.valid & jnp.isfinite(log_eta)
         return state._replace(statistics=statistics, theta_state=theta_state, valid=valid)
 
@@ -594,18 +564,6 @@ class DataAugmentationKernel(PerChainKernel):
     def _z(self, theta, size, records):
         return {**theta, **size, **records} if self._store_records else {**theta, **size}
 
-    def _theta_step(self, rng_key, state, theta, size, public, model_args, model_kwargs):
-        if self._inner is None:
-            params = {**theta, **size}
-            new = self._check_theta_update(self._update_theta(rng_key, {**public, **state.records}, params))
-            new = {k: jnp.asarray(v, jnp.result_type(theta[k])) for k, v in new.items()}
-            return new, (), jnp.array(1.0), jnp.array(False)
-        kw = with_conditioning(model_kwargs, {**state.records, **size})
-        hs = self._inner.refresh(state.theta_state, model_args, kw)
-        hs = self._inner.sample(hs, model_args, kw)
-        new = self._inner.get_constrain_fn(model_args, kw)(hs.z)
-        return {k: new[k] for k in self._spec.theta}, hs, hs.accept_prob, hs.diverging
-
     def _init_one(self, rng_key, init_params, *, model_args, model_kwargs, num_warmup=None):
         key_trace, key_inner, key_next = random.split(rng_key, 3)
         spec = self._spec
@@ -618,7 +576,6 @@ class DataAugmentationKernel(PerChainKernel):
         records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
         theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
         size = {k: jnp.asarray(tr[k]["value"]) for k in self._spec.size_sites}
-        theta_state = ()
         # constrained initial values of θ and/or the latent records (numpyro.infer.Gibbs gives
         # every site of the block)
         records.update({k: jnp.asarray(v, records[k].dtype) for k, v in init_params.items() if k in records})
@@ -630,22 +587,18 @@ class DataAugmentationKernel(PerChainKernel):
                 start = jnp.round(tr[spec.privatized[self._spec.size_release][0]]["value"])
             start = size[k] if start is None else start
             size[k] = jnp.clip(jnp.asarray(start), lower, capacity).astype(size[k].dtype)
-        if self._inner is not None:
-            kw = with_conditioning(model_kwargs, {**records, **size})
-            unconstrained = None  # the inner NUTS/HMC starts from unconstrained values
-            if any(k in init_params for k in spec.theta):
-                unconstrained = {k: biject_to(self._spec.supports[k]).inv(v) for k, v in theta.items()}
-            with _starting_at(self._inner, theta if given else None):
-                warmup = self._num_warmup if num_warmup is None else num_warmup
-                theta_state = self._inner.init(key_inner, warmup, unconstrained, model_args, kw)
-            constrained = self._inner.get_constrain_fn(model_args, kw)(theta_state.z)
-            theta = {k: constrained[k] for k in spec.theta}
+        warmup = self._num_warmup if num_warmup is None else num_warmup
+        theta, theta_state = theta_block.init(
+            key_inner, theta, records, size, inner=self._inner, supports=spec.supports,
+            given=any(k in init_params for k in spec.theta), num_warmup=warmup, model_args=model_args,
+            model_kwargs=model_kwargs,
+        )  # fmt: skip
         public, releases, active, infos = self._observed({**theta, **size}, records, model_args, model_kwargs)
         per_record = self._per_record({**public, **records}, active, infos)
         statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, per_record)}
         log_eta = self._log_eta(infos, releases, statistics)
         nc = self._init_nc(theta) if self._num_moves else ()
-        valid = jnp.isfinite(log_eta) & self._theta_ok(theta)
+        valid = jnp.isfinite(log_eta) & theta_block.in_support(theta, spec.supports)
         for info, t in zip(infos, per_record):  # checked on the host when concrete
             valid = valid & integer_statistics(info.mechanism, t)
         if self._needs_exchangeable():  # checked in `init` when concrete; here too when traced (jit)
@@ -707,38 +660,7 @@ class DataAugmentationKernel(PerChainKernel):
                 "dpjax.infer.exact_abc."
             )
         if self._theta_update is not None and concrete([s["value"] for s in tr.values() if "value" in s]):
-            records = {k: tr[k]["value"] for k in spec.latent_records + spec.public_records}
-            theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta + self._spec.size_sites}
-            new = self._check_theta_update(self._update_theta(random.key(0), records, theta))
-            bad = [k for k in spec.theta if not np.all(np.asarray(self._spec.supports[k](new[k])))]
-            if bad:
-                raise ValueError(
-                    f"`theta_update` returned values outside the support of sites {bad} (e.g. "
-                    f"{bad[0]} = {np.asarray(new[bad[0]])!r}, support {self._spec.supports[bad[0]]})."
-                )
-
-    def _update_theta(self, rng_key, records, params):
-        """The exact θ-step: ``theta_update``, or θ kept where it is (``"held"``)."""
-        if self._theta_update == "held":
-            return {k: params[k] for k in self._spec.theta}
-        return self._theta_update(rng_key, records, params)
-
-    def _check_theta_update(self, new):
-        if not isinstance(new, dict) or set(new) != set(self._spec.theta):
-            raise ValueError(
-                f"`theta_update` must return a dict with keys {sorted(self._spec.theta)}, "
-                f"got {sorted(new) if isinstance(new, dict) else type(new).__name__}."
-            )
-        return new
-
-    def _theta_ok(self, theta):
-        """θ finite and inside its support."""
-        ok = jnp.array(True)
-        for k, v in theta.items():
-            ok = ok & jnp.all(self._spec.supports[k](v))
-            if jnp.issubdtype(jnp.result_type(v), jnp.floating):
-                ok = ok & jnp.all(jnp.isfinite(v))
-        return ok
+            theta_block.check_draw_in_support(self._theta_update, tr, spec)
 
     def _init_nc(self, theta):
         return init_nc_state(theta, self._spec.supports)
@@ -810,14 +732,14 @@ class DataAugmentationKernel(PerChainKernel):
             model_kwargs=model_kwargs,
         )
         statistics = self._statistics(public, records, active, infos)
-        return theta, records, nc, rate, statistics, self._point_inner_at(theta, theta_state)
-
-    def _point_inner_at(self, theta, theta_state):
-        """The inner NUTS/HMC state moved to θ (after moves made outside it)."""
-        if self._inner is None:
-            return theta_state
-        z = {k: biject_to(self._spec.supports[k]).inv(theta[k]) for k in self._spec.theta}
-        return theta_state._replace(z={**theta_state.z, **z})
+        return (
+            theta,
+            records,
+            nc,
+            rate,
+            statistics,
+            theta_block.point_at(theta, theta_state, self._spec.supports),
+        )
 
     def _sample_one(self, state, model_args, model_kwargs, use_moves=None, num_warmup=None):
         """One iteration; the pilot gives its own ``use_moves`` switch and ``num_warmup``."""
@@ -829,8 +751,9 @@ class DataAugmentationKernel(PerChainKernel):
         public, releases, active, infos = self._observed(
             {**theta, **size}, state.records, model_args, model_kwargs
         )
-        theta, theta_state, accept_prob, diverging = self._theta_step(
-            key_theta, state, theta, size, public, model_args, model_kwargs
+        theta_kernel = theta_block.build_kernel(spec.theta, inner=self._inner, update=self._theta_update)
+        theta, theta_state, theta_info = theta_kernel(
+            key_theta, state.theta_state, theta, state.records, size, public, model_args, model_kwargs
         )
         proposals = self._simulate(key_prop, {**theta, **size}, model_args, model_kwargs)
         t_old = self._per_record({**public, **state.records}, active, infos)
@@ -888,7 +811,7 @@ class DataAugmentationKernel(PerChainKernel):
                 )
                 t_now = self._per_record({**public, **records}, self._active(size), infos)
                 residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
-                theta_state = self._point_inner_at(theta, theta_state)
+                theta_state = theta_block.point_at(theta, theta_state, self._spec.supports)
                 nc_step = jnp.exp(nc.log_step)
             key_next, key_births, key_jumps = random.split(key_next, 3)
             jump = self._jumps(
@@ -937,7 +860,7 @@ class DataAugmentationKernel(PerChainKernel):
                     use_moves, moved, unmoved, theta, records, theta_state
                 )
             nc_step = jnp.exp(state.nc.log_step)
-        valid = state.valid & jnp.isfinite(log_eta) & self._theta_ok(theta)
+        valid = state.valid & jnp.isfinite(log_eta) & theta_block.in_support(theta, spec.supports)
         nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
         return DAState(
             z=self._z(jax.tree.map(nan, theta), size, records),
@@ -946,8 +869,8 @@ class DataAugmentationKernel(PerChainKernel):
             theta_state=theta_state,
             record_accept_rate=accept_rate,
             record_move_rate=move_rate,
-            accept_prob=accept_prob,
-            diverging=diverging,
+            accept_prob=theta_info.accept_prob,
+            diverging=theta_info.diverging,
             nc=nc,
             nc_accept_rate=nc_rate,
             nc_step_size=nc_step,

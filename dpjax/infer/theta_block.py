@@ -1,0 +1,175 @@
+"""The θ block of data augmentation: one draw of θ | records, as a pure stage built once from static
+settings (BlackJAX's shape: ``init`` and ``build_kernel``; static in closures, traced in the state).
+
+Three forms, one contract:
+
+- an inner NumPyro HMC/NUTS on the model with the records (and an unknown n) conditioned and the
+  releases masked; its state is the inner sampler's, refreshed before each step because the records
+  it is conditioned on have moved (NumPyro 0.22's ``refresh``, as in ``HMCGibbs``);
+- an exact conditional draw ``update(rng_key, records, params) -> {θ site: value}`` (as the
+  ``gibbs_fn`` of ``numpyro.infer.HMCGibbs``); its state is ``()``;
+- ``"held"``: θ kept where it is (the E-step of Monte Carlo EM); its state is ``()``.
+
+``kernel(rng_key, theta_state, theta, records, size, public, model_args, model_kwargs)`` returns
+``(theta, theta_state, ThetaInfo)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import random
+from numpyro.distributions import biject_to
+from numpyro.infer.gibbs import conditioned, with_conditioning
+from numpyro.infer.initialization import init_to_value
+
+from .noncentred import MaskReleases
+
+__all__ = [
+    "ThetaInfo",
+    "build_kernel",
+    "check_draw_in_support",
+    "check_update",
+    "exact_draw",
+    "in_support",
+    "init",
+    "inner_on_records",
+    "point_at",
+    "refresh",
+]
+
+
+class ThetaInfo(NamedTuple):
+    """- **accept_prob**, **diverging** – the inner HMC/NUTS step's (1 and False for an exact or held θ)."""
+
+    accept_prob: jax.Array
+    diverging: jax.Array
+
+
+def _theta_given_records(model, *args, **kwargs):
+    with MaskReleases():
+        return model(*args, **kwargs)
+
+
+def inner_on_records(inner_kernel):
+    """The inner HMC/NUTS kernel on the model with the records conditioned (each step conditions it on
+    the current ones) and the releases masked: its target is p(θ | x), the θ-step of the Gibbs sampler."""
+    return inner_kernel.wrap_model(lambda m: conditioned(partial(_theta_given_records, m)))
+
+
+@contextlib.contextmanager
+def _starting_at(kernel, theta):
+    """NumPyro's HMC.init searches for a valid start with the kernel's init strategy (uniform in
+    (−2, 2) by default) even when given ``init_params``, and raises if none of its tries is valid
+    (a model with log density −inf on part of θ's support); with a start given, that search starts
+    and ends at the start."""
+    if theta is None or not hasattr(kernel, "_init_strategy"):
+        yield
+        return
+    strategy = kernel._init_strategy
+    kernel._init_strategy = init_to_value(values=theta)
+    try:
+        yield
+    finally:
+        kernel._init_strategy = strategy
+
+
+def init(rng_key, theta, records, size, *, inner, supports, given, num_warmup, model_args, model_kwargs):
+    """``(theta, theta_state)`` at the start: ``()`` without an inner kernel; else the inner HMC/NUTS
+    initialised on the model conditioned on ``records`` and ``size``, from θ where ``given`` (the user's
+    start), else from its own init strategy; θ is then read back from it."""
+    if inner is None:
+        return theta, ()
+    kw = with_conditioning(model_kwargs, {**records, **size})
+    unconstrained = {k: biject_to(supports[k]).inv(v) for k, v in theta.items()} if given else None
+    with _starting_at(inner, theta if given else None):
+        theta_state = inner.init(rng_key, num_warmup, unconstrained, model_args, kw)
+    constrained = inner.get_constrain_fn(model_args, kw)(theta_state.z)
+    return {k: constrained[k] for k in theta}, theta_state
+
+
+def check_update(new, theta_sites):
+    """The exact update's result must be ``{θ site: value}`` for exactly the θ sites."""
+    if not isinstance(new, dict) or set(new) != set(theta_sites):
+        raise ValueError(
+            f"`theta_update` must return a dict with keys {sorted(theta_sites)}, "
+            f"got {sorted(new) if isinstance(new, dict) else type(new).__name__}."
+        )
+    return new
+
+
+def exact_draw(update: Callable | str, theta_sites):
+    """``(rng_key, records, params) -> θ``: the user's exact conditional draw, or θ held (``"held"``)."""
+    if update == "held":
+        return lambda rng_key, records, params: {k: params[k] for k in theta_sites}
+    return update
+
+
+def check_draw_in_support(update, tr, spec):
+    """Call the exact update once at the prototype trace (concrete values) and refuse a draw outside
+    θ's support before any draws: it would otherwise be silently carried along."""
+    records = {k: tr[k]["value"] for k in spec.latent_records + spec.public_records}
+    params = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta + spec.size_sites}
+    new = check_update(exact_draw(update, spec.theta)(random.key(0), records, params), spec.theta)
+    bad = [k for k in spec.theta if not np.all(np.asarray(spec.supports[k](new[k])))]
+    if bad:
+        raise ValueError(
+            f"`theta_update` returned values outside the support of sites {bad} (e.g. "
+            f"{bad[0]} = {np.asarray(new[bad[0]])!r}, support {spec.supports[bad[0]]})."
+        )
+
+
+def build_kernel(theta_sites: tuple[str, ...], *, inner=None, update: Callable | str | None = None):
+    """The θ-step: with ``inner`` (from :func:`inner_on_records`), one HMC/NUTS transition after a
+    refresh at the current records; else one call of ``update`` (or θ held, ``"held"``), whose results
+    keep θ's dtypes."""
+    if inner is None:
+        draw = exact_draw(update, theta_sites)
+
+        def exact(rng_key, theta_state, theta, records, size, public, model_args, model_kwargs):
+            new = check_update(draw(rng_key, {**public, **records}, {**theta, **size}), theta_sites)
+            new = {k: jnp.asarray(v, jnp.result_type(theta[k])) for k, v in new.items()}
+            return new, theta_state, ThetaInfo(jnp.array(1.0), jnp.array(False))
+
+        return exact
+
+    def hmc(rng_key, theta_state, theta, records, size, public, model_args, model_kwargs):
+        # the inner kernel's key lives in its state (rng_key is unused: NumPyro's HMC carries its own)
+        kw = with_conditioning(model_kwargs, {**records, **size})
+        hs = inner.refresh(theta_state, model_args, kw)
+        hs = inner.sample(hs, model_args, kw)
+        new = inner.get_constrain_fn(model_args, kw)(hs.z)
+        return {k: new[k] for k in theta_sites}, hs, ThetaInfo(hs.accept_prob, hs.diverging)
+
+    return hmc
+
+
+def refresh(inner, theta_state, records, size, model_args, model_kwargs):
+    """The inner sampler's cached potential and gradient recomputed at ``records`` (θ kept)."""
+    if inner is None:
+        return theta_state
+    return inner.refresh(theta_state, model_args, with_conditioning(model_kwargs, {**records, **size}))
+
+
+def point_at(theta, theta_state: Any, supports):
+    """The inner HMC/NUTS state moved to θ (after moves made outside it); ``()`` stays ``()``."""
+    if not theta_state:
+        return theta_state
+    z = {k: biject_to(supports[k]).inv(v) for k, v in theta.items()}
+    return theta_state._replace(z={**theta_state.z, **z})
+
+
+def in_support(theta, supports):
+    """θ finite and inside its support (a traced bool)."""
+    ok = jnp.array(True)
+    for k, v in theta.items():
+        ok = ok & jnp.all(supports[k](v))
+        if jnp.issubdtype(jnp.result_type(v), jnp.floating):
+            ok = ok & jnp.all(jnp.isfinite(v))
+    return ok
