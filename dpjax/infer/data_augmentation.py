@@ -30,10 +30,8 @@ from ..primitives import (
     INFER_KEY,
     allow_overflow,
     integer_statistics,
-    record_statistics,
-    simulate,
 )
-from . import record_step, theta_block
+from . import record_step, size_step, theta_block
 from .auto_moves import (
     BURN_IN_STAGES,
     PILOT_CHAINS,
@@ -60,13 +58,13 @@ from .noncentred import (
     noncentred_moves,
     representable,
 )
+from .record_step import draw_records, masked, per_record, sweep_density
 from .rules import (
     check_exchangeable,
     check_records_feed_only_releases,
     check_release_reads_records,
     records_exchangeable,
 )
-from .samplers import fast_sampling
 from .spec import ModelSpec, model_spec, privatized_infos
 
 __all__ = ["DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
@@ -131,19 +129,6 @@ class DAState(NamedTuple):
     iteration: jax.Array
     valid: jax.Array
     rng_key: jax.Array
-
-
-def _masked(t, active):
-    """Per-record statistics with the slots beyond n zeroed."""
-    return jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0)
-
-
-def _sweep_density(mechanism, release):
-    """log η(s | T) as a function of the residual r = s − T, which the record sweep carries: the
-    noise density of an additive mechanism (the fast path), else η(s | s − r)."""
-    if mechanism.additive:
-        return mechanism.log_noise_density
-    return lambda r: mechanism.log_density(release, release - r)
 
 
 #: the float32 round-off (nats, sd) of log p(θ | x) above which ``init`` warns: noise of σ alone
@@ -293,9 +278,6 @@ class DataAugmentationKernel(PerChainKernel):
         self._num_moves = 0
         self._num_warmup = 0
         self._spec: ModelSpec | None = None
-        self._size_moves = 0  # birth/death moves of an unknown n per iteration (ReversibleJumpKernel)
-        self._size_jumps = 0  # its moves of many records at once per iteration
-        self._held_for = 0  # first iterations without them (ReversibleJumpKernel's hold_size)
         #: what the ``"auto"`` pilot measured and chose (None when no pilot ran)
         self.moves_pilot: MovesPilot | None = None
 
@@ -314,9 +296,6 @@ class DataAugmentationKernel(PerChainKernel):
         fields = ("z", "record_accept_rate", "valid")
         if self._inner is not None:
             fields += ("accept_prob", "diverging")
-        if self._size_moves:
-            fields += ("birth_accept_rate", "death_accept_rate", "capacity_blocked", "near_capacity")
-            fields += ("jump_accept_rate", "jump_scale") if self._size_jumps else ()
         return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
 
     def _check_step(self, state, new):
@@ -499,12 +478,6 @@ class DataAugmentationKernel(PerChainKernel):
 
         return remembered((settings, data), decide)
 
-    def _simulate(self, rng_key, theta, model_args, model_kwargs):
-        """One vectorised model call: fresh records x* ~ f(·|θ) for every record slot (Gamma, Dirichlet,
-        Beta and Poisson records by the whole-array samplers: jax.random's draw a key per element)."""
-        tr, _ = simulate(rng_key, fast_sampling(self._model), (), model_args, model_kwargs, data=theta)
-        return {k: tr[k]["value"] for k in self._spec.latent_records}
-
     def _observed(self, given, records, model_args, model_kwargs):
         """Public record values, releases, the active record slots (None: all) of a records plate and
         each privatized site's PrivatizedInfo (statistic, mechanism) as this trace builds them: a trace
@@ -519,7 +492,7 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _statistics(self, public, records, active, infos):
         """``{site: T}`` of the database ``public`` ∪ ``records``."""
-        t_now = self._per_record({**public, **records}, active, infos)
+        t_now = per_record(infos, {**public, **records}, active)
         return {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
 
     def _log_eta(self, infos, releases, statistics):
@@ -529,37 +502,13 @@ class DataAugmentationKernel(PerChainKernel):
             for (n, _), info, s in zip(self._spec.privatized, infos, releases)
         )
 
-    def _per_record(self, full_records, active, infos):
-        """Per site, ``t(recordᵢ)`` stacked along axis 0 (``infos``: the sites' PrivatizedInfo from the
-        step's trace); zero in the slots a records_plate leaves empty."""
-        stats = tuple(
-            record_statistics(info.statistic, {k: full_records[k] for k in info.record_sites})
-            for info in infos
-        )
-        return stats if active is None else tuple(_masked(t, active) for t in stats)
-
-    def _initial_jump_scale(self, tr, size):
-        """σ of the size jumps at the start: the noise sd of a noisy n (n's posterior spread is at most
-        about that), else √n; at least 1, at most a quarter of the capacity. 0 with a known n."""
-        if not self._spec.size_sites:
-            return jnp.array(0.0)
-        (n,) = size.values()
-        spread = jnp.sqrt(jnp.asarray(n, jnp.result_type(float)))
-        if self._spec.size_release is not None:
-            mechanism = tr[self._spec.privatized[self._spec.size_release][0]]["infer"][INFER_KEY].mechanism
-            spread = jnp.sqrt(2.0) * jnp.max(jnp.asarray(mechanism.scale, spread.dtype))
-        return jnp.clip(spread, 1.0, max(1.0, self._spec.size_bounds[1] / 4))
-
     def _size(self, z):
         """``{n's site: n}`` with an unknown n, else ``{}``."""
         return {k: z[k] for k in self._spec.size_sites}
 
-    def _near_capacity(self, size):
-        """n within 1 % of the capacity (False with a known n)."""
-        if not self._spec.size_sites:
-            return jnp.array(False)
-        capacity = self._spec.size_bounds[1]
-        return jnp.asarray(size[self._spec.size_sites[0]]) >= capacity - capacity // 100
+    def _size_kernel(self):
+        """The size step of an unknown n (:mod:`~dpjax.infer.size_step`; ReversibleJumpKernel), else None."""
+        return None
 
     def _z(self, theta, size, records):
         return {**theta, **size, **records} if self._store_records else {**theta, **size}
@@ -594,12 +543,12 @@ class DataAugmentationKernel(PerChainKernel):
             model_kwargs=model_kwargs,
         )  # fmt: skip
         public, releases, active, infos = self._observed({**theta, **size}, records, model_args, model_kwargs)
-        per_record = self._per_record({**public, **records}, active, infos)
-        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, per_record)}
+        t_records = per_record(infos, {**public, **records}, active)
+        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_records)}
         log_eta = self._log_eta(infos, releases, statistics)
         nc = self._init_nc(theta) if self._num_moves else ()
         valid = jnp.isfinite(log_eta) & theta_block.in_support(theta, spec.supports)
-        for info, t in zip(infos, per_record):  # checked on the host when concrete
+        for info, t in zip(infos, t_records):  # checked on the host when concrete
             valid = valid & integer_statistics(info.mechanism, t)
         if self._needs_exchangeable():  # checked in `init` when concrete; here too when traced (jit)
             args = (self._model, spec, {**theta, **size}, records, self._capacity(), model_args, model_kwargs)
@@ -617,11 +566,11 @@ class DataAugmentationKernel(PerChainKernel):
             nc_accept_rate=jnp.array(0.0),
             nc_step_size=jnp.exp(nc.log_step) if self._num_moves else jnp.array(0.0),
             jump_accept_rate=jnp.array(jnp.nan),
-            jump_scale=self._initial_jump_scale(tr, size),
+            jump_scale=size_step.initial_jump_scale(spec, tr, size),
             birth_accept_rate=jnp.array(jnp.nan),
             death_accept_rate=jnp.array(jnp.nan),
             capacity_blocked=jnp.array(0),
-            near_capacity=self._near_capacity(size),
+            near_capacity=size_step.near_capacity(spec, size),
             iteration=jnp.array(0, jnp.int32),
             valid=valid,
             rng_key=key_next,
@@ -629,18 +578,14 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _check_size(self):
         """An unknown n (a latent site sizing the records plate) needs the size moves of
-        ReversibleJumpKernel, and its record sweep."""
+        ReversibleJumpKernel."""
         size = self._spec.size
-        if size is None:
-            return
-        if not self._size_moves:
+        if size is not None:
             raise ValueError(
                 f"The records plate is sized by the latent site {size!r} (an unknown n), which "
                 "DataAugmentationKernel does not update: use dpjax.infer.ReversibleJumpKernel, or condition "
                 f"{size!r} on a known n."
             )
-        if self._record_update != "sweep":
-            raise ValueError("`record_update='soma'` is not available with an unknown n yet; use 'sweep'.")
 
     def _check_model(self, tr):
         """Host-side checks that would otherwise give silently wrong draws."""
@@ -755,15 +700,14 @@ class DataAugmentationKernel(PerChainKernel):
         theta, theta_state, theta_info = theta_kernel(
             key_theta, state.theta_state, theta, state.records, size, public, model_args, model_kwargs
         )
-        proposals = self._simulate(key_prop, {**theta, **size}, model_args, model_kwargs)
-        t_old = self._per_record({**public, **state.records}, active, infos)
-        t_fresh = self._per_record(
-            {**public, **proposals}, None, infos
-        )  # every slot (the size jumps read them)
-        t_new = t_fresh if active is None else tuple(_masked(t, active) for t in t_fresh)
+        given = {**theta, **size}
+        proposals = draw_records(self._model, spec.latent_records, key_prop, given, model_args, model_kwargs)
+        t_old = per_record(infos, {**public, **state.records}, active)
+        t_fresh = per_record(infos, {**public, **proposals})  # every slot (the size jumps read them)
+        t_new = t_fresh if active is None else tuple(masked(t, active) for t in t_fresh)
         # residuals recomputed from scratch each sweep, so float error never accumulates
         residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
-        densities = [_sweep_density(info.mechanism, s) for info, s in zip(infos, releases)]
+        densities = [sweep_density(info.mechanism, s) for info, s in zip(infos, releases)]
         step = record_step.build_kernel(self._record_update, spec.discrete_records)
         records, result = step(
             key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active
@@ -781,63 +725,36 @@ class DataAugmentationKernel(PerChainKernel):
             near_capacity=state.near_capacity,
         )
         statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
-        if self._spec.size_sites:  # unknown n: the joint (θ, n) moves, then the birth/death moves
+        size_kernel = self._size_kernel()
+        if size_kernel is not None:  # unknown n: size jumps, joint (θ, n) moves, births and deaths
             t_now = tuple(
                 jnp.where(result.accepted.reshape((-1,) + (1,) * (o.ndim - 1)), w, o)
                 for o, w in zip(t_old, t_new)
             )
-            blocked = jnp.zeros_like(state.capacity_blocked)
-            key_size_jumps = None
-            if self._size_jumps:
-                key_next, key_size_jumps = random.split(key_next)
-            # the proposals fill the slots ≥ n (fresh f-draws at this θ); moves of many records at once
-            size, records, t_now, residuals, log_eta, jump_rate, jump_scale = self._many_records_jumps(
-                key_size_jumps, state, {**theta, **size}, records, proposals, t_now, t_fresh, residuals,
-                log_eta, densities, model_args, model_kwargs,
+            moved = size_kernel(
+                key_next, key_nc, state.iteration, theta, size[spec.size], records, proposals, t_now, t_fresh,
+                residuals, log_eta, densities, releases, public, infos, nc, nc_rate, state.jump_scale,
+                model_args, model_kwargs,
             )  # fmt: skip
-            if self._num_moves:  # (ReversibleJumpKernel._joint_moves) before the jumps: see there
-                theta, size, records, nc, nc_rate, blocked = self._joint_moves(
-                    key_nc,
-                    state,
-                    theta,
-                    size,
-                    records,
-                    records,
-                    log_eta,
-                    public,
-                    infos,
-                    model_args,
-                    model_kwargs,
-                )
-                t_now = self._per_record({**public, **records}, self._active(size), infos)
-                residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
-                theta_state = theta_block.point_at(theta, theta_state, self._spec.supports)
-                nc_step = jnp.exp(nc.log_step)
-            key_next, key_births, key_jumps = random.split(key_next, 3)
-            jump = self._jumps(
-                key_births,
-                key_jumps,
-                {**theta, **size},
-                records,
-                t_now,
-                residuals,
-                densities,
-                infos,
-                model_args,
-                model_kwargs,
-                # n held at its start while the sweep and θ first fit the records to the release
-                enabled=state.iteration >= self._held_for,
+            theta, records, residuals, log_eta, nc = (
+                moved.theta,
+                moved.records,
+                moved.residuals,
+                moved.log_density,
+                moved.nc,
             )
-            records, residuals, log_eta = jump.records, jump.residuals, jump.log_density
-            size = {k: jump.size for k in size}
+            size, key_next, nc_rate = {spec.size: moved.size}, moved.rng_key, moved.info.nc_accept_rate
+            if self._num_moves:
+                theta_state = theta_block.point_at(theta, theta_state, spec.supports)
+                nc_step = jnp.exp(nc.log_step)
             statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
             jumps = dict(
-                jump_accept_rate=jump_rate,
-                jump_scale=jump_scale,
-                birth_accept_rate=jump.birth_accept_rate,
-                death_accept_rate=jump.death_accept_rate,
-                capacity_blocked=state.capacity_blocked + blocked + jump.blocked,
-                near_capacity=self._near_capacity(size),
+                jump_accept_rate=moved.info.jump_accept_rate,
+                jump_scale=moved.jump_scale,
+                birth_accept_rate=moved.info.birth_accept_rate,
+                death_accept_rate=moved.info.death_accept_rate,
+                capacity_blocked=state.capacity_blocked + moved.info.blocked,
+                near_capacity=size_step.near_capacity(spec, size),
             )
         elif self._num_moves:
             moved = partial(

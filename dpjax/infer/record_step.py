@@ -14,10 +14,42 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ..primitives import record_statistics, simulate
 from .record_sweep import accept_records, record_sweep, rows_differ
+from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
 
-__all__ = ["RecordInfo", "build_kernel"]
+__all__ = ["RecordInfo", "build_kernel", "draw_records", "masked", "per_record", "sweep_density"]
+
+
+def masked(t, active):
+    """Per-record statistics with the slots beyond n zeroed."""
+    return jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0)
+
+
+def per_record(infos, full_records, active=None):
+    """Per privatized site, ``t(recordᵢ)`` stacked along axis 0 (``infos``: the sites' PrivatizedInfo
+    from the step's own trace); zero in the slots a records_plate leaves empty (``active`` False)."""
+    stats = tuple(
+        record_statistics(info.statistic, {k: full_records[k] for k in info.record_sites}) for info in infos
+    )
+    return stats if active is None else tuple(masked(t, active) for t in stats)
+
+
+def draw_records(model, latent_records, rng_key, given, model_args, model_kwargs):
+    """One vectorised model call at ``given`` (θ, n): fresh records x* ~ f(·|θ) for every record slot
+    (Gamma, Dirichlet, Beta and Poisson records by whole-array samplers: jax.random's draw a key per
+    element). These are the proposals of the sweep and the births of an unknown n."""
+    tr, _ = simulate(rng_key, fast_sampling(model), (), model_args, model_kwargs, data=given)
+    return {k: tr[k]["value"] for k in latent_records}
+
+
+def sweep_density(mechanism, release):
+    """log η(s | T) as a function of the residual r = s − T, which the record sweep carries: the
+    noise density of an additive mechanism (the fast path), else η(s | s − r)."""
+    if mechanism.additive:
+        return mechanism.log_noise_density
+    return lambda r: mechanism.log_density(release, release - r)
 
 
 class RecordInfo(NamedTuple):

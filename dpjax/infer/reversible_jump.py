@@ -13,15 +13,13 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.hmc import HMC
 
 from .._validate import positive_int
-from ..primitives import allow_overflow
-from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
+from . import size_step
 from .data_augmentation import DataAugmentationKernel
-from .joint_size_moves import init_joint_state, joint_size_moves
+from .joint_size_moves import init_joint_state
 
 __all__ = ["CapacityWarning", "ReversibleJumpKernel"]
 
@@ -228,154 +226,22 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         super().check_end(state)
         jax.debug.callback(partial(_warn_blocked, capacity=self._spec.size_bounds[1]), state.capacity_blocked)
 
-    def _jumps(
-        self,
-        key_births,
-        key_jumps,
-        given,
-        records,
-        t_records,
-        residuals,
-        log_noise,
-        infos,
-        model_args,
-        model_kwargs,
-        enabled,
-    ):
-        """The birth/death moves of n, with K fresh records x* ~ f(·|θ) from one model call whose
-        records plate holds just K slots (their statistics by ``infos``, the step's PrivatizedInfo)."""
-        lower = self._spec.size_bounds[0]
-        try:
-            with allow_overflow(capacity=self._size_moves):
-                births = self._simulate(key_births, given, model_args, model_kwargs)
-        except (ValueError, TypeError) as e:  # e.g. an array sized by the capacity meets the births' plate
-            raise ValueError(
-                f"ReversibleJumpKernel draws its {self._size_moves} births from one model call whose records "
-                f"plate holds {self._size_moves} slots, and the model failed there ({type(e).__name__}: "
-                f"{e}). Build the records from the plate alone: no arrays sized by the capacity."
-            ) from e
-        t_births = self._per_record(births, None, infos)
-        log_prior = self._log_prior_n(given, records, model_args, model_kwargs)
-        (n,) = (given[k] for k in self._spec.size_sites)
-        return birth_death(
-            key_jumps,
-            n,
-            records,
-            t_records,
-            residuals,
-            births,
-            t_births,
-            log_noise,
-            log_prior,
-            lower=lower,
-            enabled=enabled,
-        )
-
-    def _log_prior_n(self, given, records, model_args, model_kwargs):
-        """log p(n) at the current θ (its hyperparameters may be θ sites), −inf outside its support
-        (numpyro's log_prob does not check it)."""
-        model = handlers.condition(self._model, data={**given, **records})
-        size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[self._spec.size_sites[0]]["fn"]
-        (n,) = (given[k] for k in self._spec.size_sites)
-
-        def log_prior(m):
-            m = jnp.asarray(m, n.dtype)
-            return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf)
-
-        return log_prior
-
-    def _many_records_jumps(
-        self, key, state, given, records, proposals, t_now, t_fresh, residuals, log_eta, log_noise,
-        model_args, model_kwargs,
-    ):  # fmt: skip
-        """The size jumps (:func:`dpjax.infer.birth_death.size_jumps`) on the buffer whose slots ≥ n hold
-        the record sweep's unused proposals (fresh f-draws at this θ), and their scale adapted in the
-        warmup towards an acceptance of 0.44. Returns (n, buffer, t of the database, residuals, log η,
-        acceptance rate, scale)."""
-        (site,) = self._spec.size_sites
-        n, capacity = given[site], self._spec.size_bounds[1]
-        slot = lambda a: (jnp.arange(capacity) < n).reshape((-1,) + (1,) * (jnp.ndim(a) - 1))
-        buffer = {k: jnp.where(slot(v), v, proposals[k]) for k, v in records.items()}
-        t_buffer = tuple(jnp.where(slot(a), a, b) for a, b in zip(t_now, t_fresh))
-        if not self._size_jumps:
-            return {site: n}, buffer, t_now, residuals, log_eta, jnp.array(jnp.nan), state.jump_scale
-        enabled = state.iteration >= self._held_for
-        lower = self._spec.size_bounds[0]
-        jump = size_jumps(
-            key, n, t_buffer, residuals, log_noise,
-            self._log_prior_n(given, records, model_args, model_kwargs),
-            scale=state.jump_scale, num_jumps=self._size_jumps, lower=lower, enabled=enabled,
-        )  # fmt: skip
-        adapting = enabled & (state.iteration < self._num_warmup)
-        gain = (state.iteration - self._held_for + 1.0) ** -0.6
-        step = jnp.where(adapting, gain * (jnp.nan_to_num(jump.accept_rate) - JUMP_ACCEPT), 0.0)
-        scale = jnp.clip(state.jump_scale * jnp.exp(step), 0.5, float(capacity))
-        active = jnp.arange(capacity) < jump.size
-        t_now = tuple(jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0) for t in t_buffer)
-        return {site: jump.size}, buffer, t_now, jump.residuals, jump.log_density, jump.accept_rate, scale
-
     def _init_nc(self, theta):
         return init_joint_state(theta, self._spec.supports)
 
-    def _active(self, size):
-        (n,) = size.values()
-        return jnp.arange(self._spec.size_bounds[1]) < n
+    def _size_kernel(self):
+        return size_step.build_kernel(
+            self._model, self._spec, size_moves=self._size_moves, num_jumps=self._size_jumps,
+            num_moves=self._num_moves, ridge_moves=self._ridge_moves, held_for=self._held_for,
+            num_warmup=self._num_warmup,
+        )  # fmt: skip
 
-    def _ridge_statistic(self, public, infos):
-        """``(records, n) -> S``: the release statistics other than n's, of the first n records."""
-        keep = [i for i in range(len(self._spec.privatized)) if i != self._spec.size_release]
-
-        def statistic(records, n):
-            t = self._per_record({**public, **records}, jnp.arange(self._spec.size_bounds[1]) < n, infos)
-            return jnp.concatenate([jnp.ravel(jnp.sum(t[i], 0)) for i in keep])
-
-        return statistic
-
-    def _joint_moves(
-        self,
-        rng_key,
-        state,
-        theta,
-        size,
-        records,
-        proposals,
-        log_eta,
-        public,
-        infos,
-        model_args,
-        model_kwargs,
-    ):
-        """The joint (θ, n) moves with the record noise held (:mod:`dpjax.infer.joint_size_moves`),
-        made after the record sweep and before the jumps: the sweep's proposals x* ~ f(·|θ) in the
-        empty slots (≥ n) were drawn at this θ and n and never used, so they are the fresh records
-        whose noise fills those slots (an exact Gibbs step, at no extra cost)."""
-        (site,) = self._spec.size_sites
-        theta, n, records, nc, rate, blocked = joint_size_moves(
-            rng_key,
-            state.nc,
-            theta,
-            size[site],
-            records,
-            proposals,
-            log_eta,
-            model=self._model,
-            supports=self._spec.supports,
-            size_site=site,
-            capacity=self._spec.size_bounds[1],
-            support=self._spec.supports[site],
-            log_prior_n=self._log_prior_n({**theta, **size}, records, model_args, model_kwargs),
-            num_moves=self._num_moves,
-            enabled=state.iteration >= self._held_for,
-            adapting=state.iteration < self._num_warmup,
-            model_args=model_args,
-            model_kwargs=model_kwargs,
-            ridge_moves=self._ridge_moves,
-            ridge_statistic=self._ridge_statistic(public, infos),
-        )
-        return theta, {site: n}, records, nc, rate, blocked
+    @property
+    def default_fields(self):
+        fields = super().default_fields + ("birth_accept_rate", "death_accept_rate", "capacity_blocked")
+        return fields + ("near_capacity",) + (("jump_accept_rate", "jump_scale") if self._size_jumps else ())
 
     def _check_size(self):
-        super()._check_size()
         if not self._spec.size_sites:
             raise ValueError(
                 "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "

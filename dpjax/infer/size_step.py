@@ -1,0 +1,199 @@
+"""The size step of an unknown n (Awan, Barrientos & Ju, Algorithm 1, with the moves that free n on its
+ridge), as a pure stage built once from static settings (BlackJAX's shape).
+
+After the record sweep, in this order:
+
+1. size jumps: n → n ± k with the sweep's unused proposals as the records that join
+   (:func:`~dpjax.infer.birth_death.size_jumps`), their scale σ adapted in the warmup towards 0.44;
+2. joint (θ, n) moves with the record noise held, and ridge moves
+   (:mod:`~dpjax.infer.joint_size_moves`);
+3. birth/death moves of one record each (:func:`~dpjax.infer.birth_death.birth_death`), their fresh
+   records from one model call whose records plate holds ``size_moves`` slots.
+
+Every move is held off for the first ``held_for`` iterations (n stays at its start while the sweep and
+θ fit the records to the release). ``kernel(rng_key, key_moves, iteration, ...)`` returns a
+:class:`SizeResult`; nothing is stored on any object.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import random
+from numpyro import handlers
+
+from ..primitives import INFER_KEY, allow_overflow
+from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
+from .joint_size_moves import joint_size_moves
+from .record_step import draw_records, per_record
+from .spec import ModelSpec
+
+__all__ = ["SizeInfo", "SizeResult", "active_slots", "build_kernel", "initial_jump_scale", "near_capacity"]
+
+
+class SizeInfo(NamedTuple):
+    """- **jump_accept_rate** – mean acceptance of the size jumps (NaN without them).
+    - **birth_accept_rate**, **death_accept_rate** – mean acceptance of the births and deaths.
+    - **blocked** – births refused at the records plate's capacity in this iteration.
+    - **nc_accept_rate** – mean acceptance of the joint (θ, n) moves (carried over without them)."""
+
+    jump_accept_rate: jax.Array
+    birth_accept_rate: jax.Array
+    death_accept_rate: jax.Array
+    blocked: jax.Array
+    nc_accept_rate: jax.Array
+
+
+class SizeResult(NamedTuple):
+    """The chain after the size step: θ, n, the records buffer (its first n slots are the database), the
+    residuals s − T and log η(s | T) of that database, the joint moves' adaptation state ``nc``, the
+    jumps' scale, the key for the rest of the iteration, and the step's :class:`SizeInfo`."""
+
+    theta: dict
+    size: jax.Array
+    records: dict
+    residuals: tuple
+    log_density: jax.Array
+    nc: object
+    jump_scale: jax.Array
+    rng_key: jax.Array
+    info: SizeInfo
+
+
+def active_slots(spec: ModelSpec, n):
+    """Which slots of the records plate hold the database at size n."""
+    return jnp.arange(spec.size_bounds[1]) < n
+
+
+def near_capacity(spec: ModelSpec, size: dict):
+    """n within 1 % of the capacity (False with a known n)."""
+    if not spec.size_sites:
+        return jnp.array(False)
+    capacity = spec.size_bounds[1]
+    return jnp.asarray(size[spec.size]) >= capacity - capacity // 100
+
+
+def initial_jump_scale(spec: ModelSpec, tr, size: dict):
+    """σ of the size jumps at the start: the noise sd of a noisy n (n's posterior spread is at most
+    about that), else √n; at least 1, at most a quarter of the capacity. 0 with a known n."""
+    if not spec.size_sites:
+        return jnp.array(0.0)
+    spread = jnp.sqrt(jnp.asarray(size[spec.size], jnp.result_type(float)))
+    if spec.size_release is not None:
+        mechanism = tr[spec.privatized[spec.size_release][0]]["infer"][INFER_KEY].mechanism
+        spread = jnp.sqrt(2.0) * jnp.max(jnp.asarray(mechanism.scale, spread.dtype))
+    return jnp.clip(spread, 1.0, max(1.0, spec.size_bounds[1] / 4))
+
+
+def _log_prior_n(model, spec, given, records, model_args, model_kwargs):
+    """log p(n) at the current θ (its hyperparameters may be θ sites), −inf outside its support
+    (numpyro's log_prob does not check it)."""
+    model = handlers.condition(model, data={**given, **records})
+    size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[spec.size]["fn"]
+    n = given[spec.size]
+
+    def log_prior(m):
+        m = jnp.asarray(m, n.dtype)
+        return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf)
+
+    return log_prior
+
+
+def build_kernel(
+    model,
+    spec: ModelSpec,
+    *,
+    size_moves: int,
+    num_jumps: int,
+    num_moves: int,
+    ridge_moves: int,
+    held_for: int,
+    num_warmup: int,
+):
+    """The size step for these static settings (see the module docstring): ``size_moves`` births or
+    deaths, ``num_jumps`` size jumps, ``num_moves`` joint (θ, n) moves with ``ridge_moves`` ridge moves
+    among them, none of them before iteration ``held_for``; adaptation ends at ``num_warmup``."""
+    site, (lower, capacity) = spec.size, spec.size_bounds
+    kept = [i for i in range(len(spec.privatized)) if i != spec.size_release]
+
+    def kernel(
+        rng_key, key_moves, iteration, theta, n, records, proposals, t_now, t_fresh, residuals, log_eta,
+        densities, releases, public, infos, nc, nc_accept_rate, jump_scale, model_args, model_kwargs,
+    ):  # fmt: skip
+        given = {**theta, site: n}
+        enabled = iteration >= held_for  # n held at its start while the sweep and θ fit the release
+        log_prior = _log_prior_n(model, spec, given, records, model_args, model_kwargs)
+        key_size_jumps = None
+        if num_jumps:
+            rng_key, key_size_jumps = random.split(rng_key)
+        # 1. the size jumps, on the buffer whose slots ≥ n hold the sweep's unused proposals
+        buffer = {k: jnp.where(_slots(n, v), v, proposals[k]) for k, v in records.items()}
+        jump_rate = jnp.array(jnp.nan)
+        if num_jumps:
+            t_buffer = tuple(jnp.where(_slots(n, a), a, b) for a, b in zip(t_now, t_fresh))
+            jump = size_jumps(
+                key_size_jumps, n, t_buffer, residuals, densities, log_prior,
+                scale=jump_scale, num_jumps=num_jumps, lower=lower, enabled=enabled,
+            )  # fmt: skip
+            adapting = enabled & (iteration < num_warmup)
+            gain = (iteration - held_for + 1.0) ** -0.6
+            step = jnp.where(adapting, gain * (jnp.nan_to_num(jump.accept_rate) - JUMP_ACCEPT), 0.0)
+            jump_scale = jnp.clip(jump_scale * jnp.exp(step), 0.5, float(capacity))
+            n, residuals, log_eta, jump_rate = jump.size, jump.residuals, jump.log_density, jump.accept_rate
+            t_now = tuple(jnp.where(_slots(n, t), t, 0.0) for t in t_buffer)
+        records = buffer
+        # 2. the joint (θ, n) moves: the proposals in the empty slots (≥ n) were drawn at this θ and n
+        # and never used, so they are the fresh records whose noise fills those slots (an exact Gibbs
+        # step at no extra cost); made before the births, which need the records' statistics again
+        blocked = jnp.zeros((), jnp.result_type(int))
+        if num_moves:
+            theta, n, records, nc, nc_accept_rate, blocked = joint_size_moves(
+                key_moves, nc, theta, n, records, records, log_eta,
+                model=model, supports=spec.supports, size_site=site, capacity=capacity,
+                support=spec.supports[site],
+                log_prior_n=_log_prior_n(model, spec, {**theta, site: n}, records, model_args, model_kwargs),
+                num_moves=num_moves, enabled=enabled, adapting=iteration < num_warmup,
+                model_args=model_args, model_kwargs=model_kwargs, ridge_moves=ridge_moves,
+                ridge_statistic=_ridge_statistic(infos, public),
+            )  # fmt: skip
+            t_now = per_record(infos, {**public, **records}, active_slots(spec, n))
+            residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
+        # 3. births and deaths, with K fresh records from one model call whose plate holds K slots
+        rng_key, key_births, key_bd = random.split(rng_key, 3)
+        given = {**theta, site: n}
+        try:
+            with allow_overflow(capacity=size_moves):
+                births = draw_records(model, spec.latent_records, key_births, given, model_args, model_kwargs)
+        except (ValueError, TypeError) as e:  # e.g. an array sized by the capacity meets the births' plate
+            raise ValueError(
+                f"ReversibleJumpKernel draws its {size_moves} births from one model call whose records "
+                f"plate holds {size_moves} slots, and the model failed there ({type(e).__name__}: "
+                f"{e}). Build the records from the plate alone: no arrays sized by the capacity."
+            ) from e
+        bd = birth_death(
+            key_bd, n, records, t_now, residuals, births, per_record(infos, births), densities,
+            _log_prior_n(model, spec, given, records, model_args, model_kwargs), lower=lower, enabled=enabled,
+        )  # fmt: skip
+        info = SizeInfo(
+            jump_rate, bd.birth_accept_rate, bd.death_accept_rate, blocked + bd.blocked, nc_accept_rate
+        )
+        return SizeResult(
+            theta, bd.size, bd.records, bd.residuals, bd.log_density, nc, jump_scale, rng_key, info
+        )
+
+    def _slots(n, a):
+        """The database's slots at size n, shaped to broadcast against ``a``."""
+        return active_slots(spec, n).reshape((-1,) + (1,) * (jnp.ndim(a) - 1))
+
+    def _ridge_statistic(infos, public):
+        """``(records, n) -> S``: the release statistics other than n's, of the first n records."""
+
+        def statistic(records, n):
+            t = per_record(infos, {**public, **records}, active_slots(spec, n))
+            return jnp.concatenate([jnp.ravel(jnp.sum(t[i], 0)) for i in kept])
+
+        return statistic
+
+    return kernel
