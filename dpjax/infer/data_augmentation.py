@@ -655,7 +655,7 @@ class DataAugmentationKernel(PerChainKernel):
         active,
         infos,
         log_eta,
-        num_warmup,
+        learn,
         model_args,
         model_kwargs,
         theta,
@@ -672,7 +672,7 @@ class DataAugmentationKernel(PerChainKernel):
             model=self._model,
             supports=self._spec.supports,
             num_moves=self._num_moves,
-            num_warmup=num_warmup,
+            learn=learn,
             model_args=model_args,
             model_kwargs=model_kwargs,
         )
@@ -765,7 +765,7 @@ class DataAugmentationKernel(PerChainKernel):
                 active,
                 infos,
                 log_eta,
-                num_warmup,
+                state.iteration < num_warmup,  # the moves adapt in the warmup
                 model_args,
                 model_kwargs,
             )

@@ -36,12 +36,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from blackjax.adaptation.mass_matrix import WelfordAlgorithmState
 from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro.distributions import biject_to
 
-from .mh import accept, welford_update
+from .mh import RWState, accept, adapt, gain, init_rw
 from .noncentred import noise_of, unconstrained_target
 
 __all__ = ["JointState", "init_joint_state", "joint_size_moves"]
@@ -56,35 +55,31 @@ MAX_ITERATIONS = 30
 
 
 class JointState(NamedTuple):
-    """Adaptation state of the joint (θ, n) moves (frozen after warmup)."""
+    """Adaptation state of the joint (θ, n) moves (frozen after warmup): the random walk's on
+    (unconstrained θ, n), and the ridge moves' σ with their last acceptance rate."""
 
-    log_step: jax.Array  # log of the scalar step multiplying the covariance's Cholesky factor
-    count: jax.Array  # Welford estimate of the covariance of (unconstrained θ, n)
-    mean: jax.Array
-    m2: jax.Array
-    adapted: jax.Array  # iterations that adapted the state so far
+    rw: RWState
     log_ridge: jax.Array  # log σ: the sd of a ridge move's step in n
     ridge_rate: jax.Array  # the last iteration's mean acceptance probability of its ridge moves
+
+    @property
+    def log_step(self):
+        """The random walk's log step (as on an :class:`~dpjax.infer.mh.RWState`)."""
+        return self.rw.log_step
 
 
 def init_joint_state(theta, supports) -> JointState:
     flat, _ = ravel_pytree({k: biject_to(supports[k]).inv(theta[k]) for k in theta})
     dim = flat.shape[0] + 1
-    zero = jnp.zeros((), jnp.int32)
-    return JointState(
-        jnp.log(jnp.array(2.38 / jnp.sqrt(dim), flat.dtype)),
-        zero,
-        jnp.zeros(dim, flat.dtype),
-        jnp.zeros((dim, dim), flat.dtype),
-        zero,
-        jnp.log(jnp.array(10.0, flat.dtype)),
-        jnp.zeros((), flat.dtype),
-    )
+    rw = init_rw(dim, flat.dtype, jnp.array(2.38 / jnp.sqrt(dim), flat.dtype))
+    return JointState(rw, jnp.log(jnp.array(10.0, flat.dtype)), jnp.zeros((), flat.dtype))
 
 
-def _cholesky(state: JointState):
+def _cholesky(state: RWState):
     """Regularised covariance (shrunk towards 10⁻³·I early on, as Stan and NumPyro do; n's own
-    variance at least 1) and its Cholesky factor; the identity before 10 draws."""
+    variance at least 1) and its Cholesky factor; the identity before 10 draws (not
+    :func:`~dpjax.infer.mh.proposal_cholesky`'s shrunk one: n moves by whole records, so a step far
+    below one record would never move it)."""
     dim = state.mean.shape[0]
     eye = jnp.eye(dim, dtype=state.m2.dtype)
     w = state.count / (state.count + 5.0)
@@ -147,7 +142,7 @@ def joint_size_moves(
         log_p, theta, recs = target(phi, {size_site: n}, releases)
         return jnp.where(support(n) & (n <= capacity), log_p, -jnp.inf), theta, recs
 
-    chol = jnp.exp(state.log_step) * _cholesky(state)
+    chol = jnp.exp(state.rw.log_step) * _cholesky(state.rw)
     log_prior_at_capacity = log_prior_n(jnp.asarray(capacity, jnp.asarray(n).dtype))
 
     def move(carry, key):
@@ -176,26 +171,18 @@ def joint_size_moves(
     carry, probs = jax.lax.scan(move, init, random.split(key_moves, num_moves))
     rate = jnp.mean(probs)
     learn = enabled & adapting
-    gain = (state.adapted + 1.0) ** -0.6
     log_ridge, ridge_rate = state.log_ridge, state.ridge_rate
     if ridge_moves:
         statistic = lambda phi, n: ridge_statistic(target(phi, {size_site: n}, releases=False)[2], n)
         carry, ridge_rate = _ridge_moves(
             key_ridge, carry, ridge_moves, log_ridge, statistic, log_density, capacity, support, enabled
         )
-        log_ridge = jnp.where(learn, log_ridge + gain * (ridge_rate - RIDGE_ACCEPT), log_ridge)
+        step = gain(state.rw) * (ridge_rate - RIDGE_ACCEPT)
+        log_ridge = jnp.where(learn, log_ridge + step, log_ridge)
     phi, n, _, theta, records, blocked = carry
     # adapt the step (Robbins–Monro on the acceptance rate) and the covariance of (φ, n), warmup only
-    welford = welford_update(
-        WelfordAlgorithmState(state.mean, state.m2, state.count), jnp.append(phi, n.astype(phi.dtype))
-    )
-    keep = lambda new, old: jnp.where(learn, new, old)
     state = JointState(
-        keep(state.log_step + gain * (rate - TARGET_ACCEPT), state.log_step),
-        keep(welford.sample_size, state.count),
-        keep(welford.mean, state.mean),
-        keep(welford.m2, state.m2),
-        state.adapted + learn.astype(state.adapted.dtype),
+        adapt(state.rw, jnp.append(phi, n.astype(phi.dtype)), rate, TARGET_ACCEPT, learn),
         log_ridge,
         jnp.where(enabled, ridge_rate, jnp.nan) if ridge_moves else ridge_rate,
     )

@@ -18,7 +18,17 @@ import jax.numpy as jnp
 from blackjax.adaptation.mass_matrix import WelfordAlgorithmState, welford_algorithm
 from jax import random
 
-__all__ = ["MHInfo", "accept", "adapt", "empty_moments", "proposal_cholesky", "proposer", "welford_update"]
+__all__ = [
+    "MHInfo",
+    "RWState",
+    "accept",
+    "adapt",
+    "gain",
+    "init_rw",
+    "proposal_cholesky",
+    "proposer",
+    "welford_update",
+]
 
 #: BlackJAX's Welford update of (mean, m2, count), as in its window adaptation
 _, welford_update, _ = welford_algorithm(is_diagonal_matrix=False)
@@ -50,9 +60,24 @@ def accept(rng_key, log_alpha, new, old, allowed=True):
     return state, MHInfo(accepted, jnp.where(allowed, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0))
 
 
-def empty_moments(dim: int, dtype):
-    """``(mean, m2)`` of a Welford estimate over no draws, for ``dim`` coordinates."""
-    return jnp.zeros(dim, dtype), jnp.zeros((dim, dim), dtype)
+class RWState(NamedTuple):
+    """Adaptation state of a random-walk proposal on unconstrained θ, one layout for every engine that
+    has one (the non-centred moves, the joint (θ, n) moves, PseudoMarginalABC); frozen after warmup.
+
+    - **log_step** – log of the scalar step multiplying the covariance's Cholesky factor;
+    - **count**, **mean**, **m2** – BlackJAX's Welford estimate of the covariance of the moves' end
+      points; ``count`` is also the number of adapting iterations so far (the Robbins–Monro gain's)."""
+
+    log_step: jax.Array
+    count: jax.Array
+    mean: jax.Array
+    m2: jax.Array
+
+
+def init_rw(dim: int, dtype, step) -> RWState:
+    """An :class:`RWState` for ``dim`` coordinates with step ``step``, before any adaptation."""
+    zeros = jnp.zeros((), dtype)
+    return RWState(jnp.log(zeros + step), zeros, jnp.zeros(dim, dtype), jnp.zeros((dim, dim), dtype))
 
 
 def proposal_cholesky(count, m2):
@@ -66,22 +91,25 @@ def proposal_cholesky(count, m2):
 
 def proposer(state):
     """``propose(key, flat)``: a random-walk proposal, step × Cholesky factor × N(0, I), with the factor
-    computed once for all the moves that share ``state`` (fields ``log_step, count, m2``)."""
+    computed once for all the moves that share ``state`` (an :class:`RWState`)."""
     step, chol = jnp.exp(state.log_step), proposal_cholesky(state.count, state.m2)
     return lambda key, flat: flat + step * (chol @ random.normal(key, flat.shape, flat.dtype))
 
 
-def adapt(state, flat, rate, num_warmup, target):
-    """Advance ``state`` (fields ``i, log_step, count, mean, m2``) after a move landed at ``flat``
-    with acceptance probability ``rate``; adaptation stops after ``num_warmup`` iterations."""
-    warm = state.i < num_warmup
-    gain = (state.i + 1.0) ** -0.6
+def gain(state: RWState):
+    """The Robbins–Monro gain of the next adapting iteration, (k + 1)^−0.6 after k of them."""
+    return (state.count + 1.0) ** -0.6
+
+
+def adapt(state: RWState, flat, rate, target, learn) -> RWState:
+    """``state`` after an iteration whose moves ended at ``flat`` with mean acceptance probability
+    ``rate``: where ``learn`` (the warmup), the step moves towards ``target`` and ``flat`` joins the
+    covariance estimate; else ``state`` is kept."""
     mean, m2, count = welford_update(WelfordAlgorithmState(state.mean, state.m2, state.count), flat)
-    keep = lambda new, old: jnp.where(warm, new, old)
-    return state._replace(
-        i=state.i + 1,
-        log_step=keep(state.log_step + gain * (rate - target), state.log_step),
-        count=keep(count, state.count),
-        mean=keep(mean, state.mean),
-        m2=keep(m2, state.m2),
+    keep = lambda new, old: jnp.where(learn, new, old)
+    return RWState(
+        keep(state.log_step + gain(state) * (rate - target), state.log_step),
+        keep(count, state.count),
+        keep(mean, state.mean),
+        keep(m2, state.m2),
     )

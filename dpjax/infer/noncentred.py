@@ -62,11 +62,10 @@ from numpyro.infer.util import log_density
 from numpyro.primitives import Messenger
 
 from ..primitives import INFER_KEY
-from .mh import accept, adapt, empty_moments, proposer
+from .mh import RWState, accept, adapt, init_rw, proposer
 from .samplers import log_gamma, uniform
 
 __all__ = [
-    "NCState",
     "NoiseRepresentation",
     "register_noise_representation",
     "init_nc_state",
@@ -89,16 +88,6 @@ POISSON_RATE_LIMIT = {jnp.dtype("float32"): 100.0, jnp.dtype("float64"): float("
 #: ``gammaincc`` costs ~8 µs a value at rate 12 000 (3 s per iteration for 10⁴ records), and records
 #: that large pin θ anyway, so the centred step mixes well.
 AUTO_POISSON_RATE = 1000.0
-
-
-class NCState(NamedTuple):
-    """Adaptation state of the non-centred moves (frozen after warmup)."""
-
-    i: jax.Array  # iteration counter
-    log_step: jax.Array  # log of the scalar random-walk step
-    count: jax.Array  # Welford estimate of the covariance of unconstrained θ
-    mean: jax.Array
-    m2: jax.Array
 
 
 def base_distribution(fn):
@@ -421,7 +410,7 @@ def unconstrained_target(model, noise, dtypes, supports, theta, model_args, mode
 
 def noncentred_moves(
     rng_key,
-    nc: NCState,
+    nc: RWState,
     theta,
     records,
     log_eta,
@@ -429,11 +418,12 @@ def noncentred_moves(
     model,
     supports,
     num_moves,
-    num_warmup,
+    learn,
     model_args,
     model_kwargs,
 ):
-    """``num_moves`` random-walk Metropolis moves of θ with the record noise u held fixed.
+    """``num_moves`` random-walk Metropolis moves of θ with the record noise u held fixed; their
+    proposal adapts where ``learn`` (the warmup).
 
     ``log_eta``: log η(s | T) of the current records (the record sweep's), added to the start's
     release-free log target.
@@ -461,12 +451,11 @@ def noncentred_moves(
         move, (flat, lp0, theta, records), random.split(key_moves, num_moves)
     )
     rate = jnp.mean(probs)
-    new = adapt(nc, flat, rate, num_warmup, TARGET_ACCEPT)
+    new = adapt(nc, flat, rate, TARGET_ACCEPT, learn)
     return theta, records, new, rate
 
 
-def init_nc_state(theta, supports) -> NCState:
+def init_nc_state(theta, supports) -> RWState:
+    """The moves' random-walk state before adaptation (step 0.5 on unconstrained θ)."""
     flat, _ = ravel_pytree({k: biject_to(supports[k]).inv(theta[k]) for k in theta})
-    return NCState(
-        jnp.array(0), jnp.log(jnp.array(0.5)), jnp.array(0.0), *empty_moments(flat.shape[0], flat.dtype)
-    )
+    return init_rw(flat.shape[0], flat.dtype, 0.5)

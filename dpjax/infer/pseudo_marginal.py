@@ -26,7 +26,7 @@ from .._validate import positive_int
 from ..primitives import simulate
 from .abc import prior_spec
 from .chains import PerChainKernel, check_init_params, records_hidden, report_at_end_of_warmup, report_now
-from .mh import accept, adapt, empty_moments, proposer
+from .mh import RWState, accept, adapt, init_rw, proposer
 
 __all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
 
@@ -57,7 +57,7 @@ class PMState(NamedTuple):
       before the pooling starts. The end-of-warmup check warns when it exceeds ``MAX_LOG_LIK_SD``;
     - **accept_prob** – Metropolis acceptance probability of the last move; **mean_accept_prob** –
       its running mean (over warmup, then restarted for the sampling phase);
-    - **log_step, count, mean, m2, i** – random-walk adaptation (frozen after warmup);
+    - **i** – iterations done; **rw** – the random walk's adaptation (frozen after warmup);
     - **check_log_s1, check_log_s2, check_n** – log Σ w, log Σ w² and the number of the pooled
       warmup simulations behind ``warmup_log_lik_sd``;
     - **records** – one of the current estimate's simulated databases (latent record sites), drawn
@@ -73,10 +73,7 @@ class PMState(NamedTuple):
     accept_prob: jax.Array
     mean_accept_prob: jax.Array
     i: jax.Array
-    log_step: jax.Array
-    count: jax.Array
-    mean: jax.Array
-    m2: jax.Array
+    rw: RWState
     check_log_s1: jax.Array
     check_log_s2: jax.Array
     check_n: jax.Array
@@ -177,7 +174,7 @@ class PseudoMarginalABC(PerChainKernel):
 
     def get_diagnostics_str(self, state):
         return (
-            f"acc. prob {float(state.mean_accept_prob):.2f}, step {float(jnp.exp(state.log_step)):.2g}, "
+            f"acc. prob {float(state.mean_accept_prob):.2f}, step {float(jnp.exp(state.rw.log_step)):.2g}, "
             f"log-lik sd {float(state.log_lik_sd):.2f}"
         )
 
@@ -322,14 +319,14 @@ class PseudoMarginalABC(PerChainKernel):
         scalar = jnp.zeros_like(log_lik)
         return PMState(
             self._z(theta, records), flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
-            jnp.array(1.0), jnp.array(1.0), jnp.array(0), jnp.log(jnp.array(0.5)), jnp.array(0.0),
-            *empty_moments(flat.shape[0], flat.dtype), scalar - jnp.inf, scalar - jnp.inf, scalar, records,
+            jnp.array(1.0), jnp.array(1.0), jnp.array(0), init_rw(flat.shape[0], flat.dtype, 0.5),
+            scalar - jnp.inf, scalar - jnp.inf, scalar, records,
             key_state,
         )  # fmt: skip
 
     def _sample_one(self, state, args, kwargs):
         key, k_prop, k_est, k_acc = random.split(state.rng_key, 4)
-        prop = proposer(state)(k_prop, state.flat)
+        prop = proposer(state.rw)(k_prop, state.flat)
         theta, log_jac = self._unravel(prop)
         log_prior, log_w, sims = self._estimate(k_est, theta, args, kwargs)
         # (θ', the selected simulation) goes with the proposal: an MH move on the extended target
@@ -365,6 +362,8 @@ class PseudoMarginalABC(PerChainKernel):
             check_log_s1=s1,
             check_log_s2=s2,
             check_n=n,
+            i=state.i + 1,
+            rw=adapt(state.rw, flat, rate, TARGET_ACCEPT, learn=state.i < self._num_warmup),
             rng_key=key,
         )
-        return adapt(new, new.flat, rate, self._num_warmup, TARGET_ACCEPT)
+        return new
