@@ -48,13 +48,14 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ._validate import positive_int
 
-__all__ = ["STATS", "PosteriorSummaries", "mcmc_cell", "posterior_summaries", "run_study"]
+__all__ = ["STATS", "PosteriorSummaries", "abc_cell", "mcmc_cell", "posterior_summaries", "run_study"]
 
 STATS = ("mean", "var", "sd", "min", "max", "quantiles", "coverage", "ess", "rhat")
 _RESERVED = ("replicate", "seconds", "compile_seconds")
@@ -159,6 +160,58 @@ def mcmc_cell(
         if num_chains == 1:  # no vmap: a lighter compilation
             return jax.tree.map(lambda x: x[None], run(k_chains))
         return jax.vmap(run)(jax.random.split(k_chains, num_chains))
+
+    return cell
+
+
+def abc_cell(
+    model,
+    args_fn: Callable,
+    *,
+    num_samples: int,
+    batch_size: int = 10_000,
+    max_batches: int = 1_000,
+    simulator: Callable | None = None,
+) -> Callable:
+    """``cell_fn(key, **params)`` drawing ``num_samples`` exact posterior draws by rejection ABC
+    (:func:`~dpjax.infer.exact_abc_sampler`: one compiled loop, vmapped over replicates and sharded
+    over devices by :func:`run_study`) on the model arguments ``args_fn(key, **params)`` (a tuple;
+    simulate the release there). Draws come back shaped ``(1, samples, ...)`` like one chain of
+    :func:`mcmc_cell`, with ``abc_acceptance`` (accepted / proposed). A replicate that spends
+    ``max_batches`` batches before filling its buffer has NaN draws (never a partial sample taken for
+    a whole one): raise ``max_batches`` if its summaries are NaN.
+
+    >>> import jax, numpyro, numpyro.distributions as dist, dpjax
+    >>> def model(n, s_dp=None):
+    ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    ...     with numpyro.plate("people", n):
+    ...         x = numpyro.sample("x", dist.Bernoulli(p))
+    ...     dpjax.privatized("count", dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0),
+    ...                      lambda r: r["x"], {"x": x}, plate="people", obs=s_dp)
+    >>> cell = abc_cell(model, lambda key, s: (20, s), num_samples=50, batch_size=500)
+    >>> jax.tree.map(lambda x: x.shape, jax.eval_shape(cell, jax.random.key(0), s=7.0))
+    {'abc_acceptance': (), 'p': (1, 50)}
+    """
+    from .infer import exact_abc_sampler
+
+    if not callable(args_fn):
+        raise ValueError(f"abc_cell: args_fn must be a function (key, **params) -> args, got {args_fn!r}")
+    abc = exact_abc_sampler(
+        model, num_samples=num_samples, batch_size=batch_size, max_batches=max_batches, simulator=simulator
+    )
+
+    def cell(key, **params):
+        k_args, k_abc = jax.random.split(key)
+        args = args_fn(k_args, **params)
+        if not isinstance(args, tuple):
+            raise ValueError(
+                f"abc_cell: args_fn must return a tuple of model args, not {type(args).__name__}"
+            )
+        state = abc.run(k_abc, args, {})
+        full = state.count >= num_samples
+        nan = lambda v: jnp.where(full, v.astype(jnp.result_type(v, float)), jnp.nan)[None]
+        acceptance = state.accepted / (state.batches * batch_size)
+        return {**jax.tree.map(nan, state.samples), "abc_acceptance": acceptance}
 
     return cell
 

@@ -1,6 +1,15 @@
 """Inference engines for privatized data."""
 
-from .abc import ABCResult, ISResult, SlowABCWarning, abc_importance, exact_abc
+from .abc import (
+    ABCResult,
+    ABCSampler,
+    ABCState,
+    ISResult,
+    SlowABCWarning,
+    abc_importance,
+    exact_abc,
+    exact_abc_sampler,
+)
 from .birth_death import BirthDeathResult, birth_death
 from .data_augmentation import DAState, DataAugmentationKernel, RoundOffWarning, StickyRecordsWarning
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
@@ -33,6 +42,9 @@ __all__ = [
     "abc_importance",
     "accept_records",
     "exact_abc",
+    "exact_abc_sampler",
+    "ABCSampler",
+    "ABCState",
     "is_mcem",
     "mcem",
     "record_sweep",

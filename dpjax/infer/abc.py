@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -29,7 +30,17 @@ from ._compile import SplitArgs, avals, compiled, memo, split_args
 from .samplers import count_true, fast_distribution, fast_sampling, uniform
 from .spec import ModelSpec, model_spec, privatized_infos
 
-__all__ = ["ABCResult", "ISResult", "SlowABCWarning", "abc_importance", "exact_abc"]
+__all__ = [
+    "ABCResult",
+    "ABCSampler",
+    "ABCState",
+    "ISResult",
+    "SlowABCWarning",
+    "abc_importance",
+    "abc_step",
+    "exact_abc",
+    "exact_abc_sampler",
+]
 
 
 class ABCResult(NamedTuple):
@@ -361,6 +372,88 @@ def _warn_if_slow(sec_per_batch, batches, max_batches, batch_size, count, num_sa
     return True
 
 
+def abc_step(draw, num_samples: int, batch_size: int, max_log_eta):
+    """One batch of exact ABC as a pure step ``ABCState -> ABCState``: ``draw(key) -> (θ values, log η)``
+    simulates ``batch_size`` proposals; each is accepted with probability η(s | T) / max η (Gong,
+    Algorithm 1) and stored in the next free slot of the buffer (beyond ``num_samples``: counted only)."""
+
+    def step(state: ABCState) -> ABCState:
+        key, k_sim, k_acc = random.split(state.rng_key, 3)
+        values, log_eta = draw(k_sim)
+        accept = jnp.log(uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
+        slot = jnp.where(accept, state.count + count_true(accept) - 1, num_samples)  # out of range: dropped
+        buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), state.samples, values)
+        n_acc = jnp.sum(accept)
+        return ABCState(key, buffer, state.count + n_acc, state.batches + 1, state.accepted + n_acc)
+
+    return step
+
+
+class ABCSampler(NamedTuple):
+    """Exact ABC as pure functions of the model arguments, which may be traced (``jit``, ``vmap``, a
+    :func:`dpjax.studies.run_study` cell): ``init(rng_key, model_args, model_kwargs) -> ABCState``,
+    ``step(state, model_args, model_kwargs) -> ABCState`` (one batch) and ``run(rng_key, model_args,
+    model_kwargs) -> ABCState`` (batches until ``num_samples`` are accepted or ``max_batches`` are
+    spent; then ``state.count < num_samples``: check it)."""
+
+    init: Callable
+    step: Callable
+    run: Callable
+
+
+def exact_abc_sampler(
+    model, *, num_samples: int, batch_size: int = 10_000, max_batches: int = 1_000, simulator=None
+) -> ABCSampler:
+    """The pure core of :func:`exact_abc` (one key per proposal, under ``vmap``), for running it
+    inside compiled code: many releases at once, or the cells of a simulation study. The model's
+    refusals (a ``numpyro.param``, an improper prior) are raised when the functions are traced.
+
+    >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
+    >>> def model(release=None):
+    ...     theta = numpyro.sample("theta", dist.Gamma(25.0, 1.0))
+    ...     with numpyro.plate("count", 1):
+    ...         s = numpyro.sample("s", dist.Poisson(theta))
+    ...     dpjax.privatized("s_dp", dpjax.LaplaceMechanism(epsilon=0.2, sensitivity=1.0),
+    ...                      lambda r: r["s"], {"s": s}, plate="count", obs=release)
+    >>> abc = dpjax.infer.exact_abc_sampler(model, num_samples=200, batch_size=1_000)
+    >>> run = jax.jit(jax.vmap(lambda k, s: abc.run(k, (s,), {})))
+    >>> states = run(jax.random.split(jax.random.key(0), 3), jnp.array([20.0, 25.0, 30.0]))
+    >>> states.samples["theta"].shape, bool((states.count >= 200).all())
+    ((3, 200), True)
+    """
+    num_samples = positive_int(num_samples, "num_samples")
+    batch_size = positive_int(batch_size, "batch_size")
+    max_batches = positive_int(max_batches, "max_batches")
+
+    def parts(model_args, model_kwargs):
+        spec = prior_spec(model, model_args, model_kwargs)
+        if spec.model.size is not None and simulator is None:  # an unknown n: its draws are posterior draws
+            spec = spec._replace(theta=[*spec.theta, spec.model.size])
+        return spec, _make_one(model, simulator, spec.privatized, spec.theta)
+
+    def init(rng_key, model_args, model_kwargs=None):
+        model_kwargs = {} if model_kwargs is None else model_kwargs
+        spec, one = parts(model_args, model_kwargs)
+        proto = jax.eval_shape(lambda: one(random.key(0), model_args, model_kwargs, spec.placeholders)[0])
+        buffer = jax.tree.map(lambda v: jnp.zeros((num_samples,) + v.shape, v.dtype), proto)
+        zero = jnp.zeros((), jax.dtypes.canonicalize_dtype(jnp.int_))
+        return ABCState(rng_key, buffer, zero, zero, zero)
+
+    def step(state, model_args, model_kwargs=None):
+        model_kwargs = {} if model_kwargs is None else model_kwargs
+        spec, one = parts(model_args, model_kwargs)
+        sim = lambda k: one(k, model_args, model_kwargs, spec.placeholders)
+        draw = lambda k: jax.vmap(sim)(random.split(k, batch_size))
+        return abc_step(draw, num_samples, batch_size, spec.max_log_eta)(state)
+
+    def run(rng_key, model_args, model_kwargs=None):
+        going = lambda state: (state.count < num_samples) & (state.batches < max_batches)
+        body = lambda state: step(state, model_args, model_kwargs)
+        return lax.while_loop(going, body, init(rng_key, model_args, model_kwargs))
+
+    return ABCSampler(init, step, run)
+
+
 def exact_abc(
     rng_key,
     model,
@@ -436,19 +529,11 @@ def exact_abc(
         def run(carry, batch_limit, placeholders, max_log_eta, dynamic):
             a, kw = args.rebuild(dynamic) if traced else (model_args, model_kwargs)
             sim = lambda k: one(k, a, kw, placeholders)
-
-            def body(state):
-                key, k_sim, k_acc = random.split(state.rng_key, 3)
-                count = state.count
-                if vectorized:  # the whole batch under one key
-                    _, values, _, log_eta = batch(k_sim, batch_size, a, kw, placeholders)
-                else:  # one key per proposal
-                    values, log_eta = jax.vmap(sim)(random.split(k_sim, batch_size))
-                accept = jnp.log(uniform(k_acc, (batch_size,))) < log_eta - max_log_eta
-                slot = jnp.where(accept, count + count_true(accept) - 1, num_samples)  # out of range: dropped
-                buffer = jax.tree.map(lambda b, v: b.at[slot].set(v, mode="drop"), state.samples, values)
-                n_acc = jnp.sum(accept)
-                return ABCState(key, buffer, count + n_acc, state.batches + 1, state.accepted + n_acc)
+            if vectorized:  # the whole batch under one key
+                draw = lambda k: batch(k, batch_size, a, kw, placeholders)[1::2]
+            else:  # one key per proposal
+                draw = lambda k: jax.vmap(sim)(random.split(k, batch_size))
+            body = abc_step(draw, num_samples, batch_size, max_log_eta)
 
             # one compiled loop; the host only checks the clock between calls
             going = lambda state: (state.count < num_samples) & (state.batches < batch_limit)
