@@ -30,7 +30,7 @@ def cases():
     yield "rj_exact_cap1000", rj, (1000, s[: 9], n_dp), 100
 
 
-def measure(name, kernel, args, iters):
+def measure(name, kernel, args, iters, repeats=5):
     state = kernel.init(jax.random.key(0), 10, None, args, {})
 
     def run(state):
@@ -40,7 +40,7 @@ def measure(name, kernel, args, iters):
     f = jax.jit(run).lower(state).compile()
     compile_s = time.perf_counter() - t0
     best = float("inf")
-    for _ in range(5):
+    for _ in range(repeats):
         t0 = time.perf_counter()
         jax.block_until_ready(f(state))
         best = min(best, time.perf_counter() - t0)
@@ -50,8 +50,11 @@ def measure(name, kernel, args, iters):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    rows = [measure(*c) for c in cases()]
-    json.dump(rows, open(parser.parse_args().out, "w"), indent=1)
+    parser.add_argument("--case", default=None, help="only this case")
+    parser.add_argument("--repeats", type=int, default=5)
+    opts = parser.parse_args()
+    rows = [measure(*c, opts.repeats) for c in cases() if opts.case in (None, c[0])]
+    json.dump(rows, open(opts.out, "w"), indent=1)
     print(json.dumps(rows))
 
 

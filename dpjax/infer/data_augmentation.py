@@ -20,9 +20,8 @@ from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions import biject_to
-from numpyro.infer.gibbs import prototype_trace, with_conditioning
+from numpyro.infer.gibbs import prototype_trace
 from numpyro.infer.hmc import HMC
-from numpyro.infer.util import potential_energy
 from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key, concrete
@@ -50,13 +49,10 @@ from .chains import (
     report_now,
 )
 from .noncentred import (
-    AUTO_POISSON_RATE,
-    POISSON_RATE_LIMIT,
     base_distribution,
     init_nc_state,
-    noise_supported,
     noncentred_moves,
-    representable,
+    resolve_moves,
 )
 from .record_step import draw_records, masked, per_record, sweep_density
 from .rules import (
@@ -66,6 +62,7 @@ from .rules import (
     records_exchangeable,
 )
 from .spec import ModelSpec, model_spec, privatized_infos
+from .theta_block import RoundOffWarning
 
 __all__ = ["DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
 
@@ -129,17 +126,6 @@ class DAState(NamedTuple):
     iteration: jax.Array
     valid: jax.Array
     rng_key: jax.Array
-
-
-#: the float32 round-off (nats, sd) of log p(θ | x) above which ``init`` warns: noise of σ alone
-#: costs NUTS roughly σ of its acceptance rate, and near 0.35 it cannot meet its 0.8 target at any step
-ROUND_OFF_LIMIT = 0.2
-ROUND_OFF_STEP = 1e-4  # length of the segment, in unconstrained θ, along which the noise is read
-ROUND_OFF_POINTS = 16
-
-
-class RoundOffWarning(UserWarning):
-    """float32 round-off in a log density large enough to stall NUTS/HMC (enable 64-bit floats)."""
 
 
 class StickyRecordsWarning(UserWarning):
@@ -383,7 +369,12 @@ class DataAugmentationKernel(PerChainKernel):
                 "NaN at the initial imputed database, or θ is outside its support. Check the release "
                 "against the mechanism (an integer mechanism needs an integer release) and `init_params`."
             )
-        self._check_round_off(state, model_args, model_kwargs)
+        if concrete(state.iteration):  # eager init only: under jit/vmap (a study's cells) θ is traced
+            first = jax.tree.map(lambda v: v[0], state) if state.iteration.ndim else state
+            size = self._size(first.z)
+            theta_block.check_round_off(
+                self._inner, first.theta_state, first.records, size, model_args, model_kwargs
+            )
         if self._noncentred == "auto" and self._num_moves and not self._spec.size_sites:
             if init_params is not None and not is_prng_key(rng_key):  # one chain's, for the pilot's chains
                 init_params = jax.tree.map(lambda v: v[0], init_params)
@@ -401,36 +392,6 @@ class DataAugmentationKernel(PerChainKernel):
     def _capacity(self):
         """The records plate's capacity with an unknown n, else None."""
         return self._spec.size_bounds[1] if self._spec.size_sites else None
-
-    def _check_round_off(self, state, model_args, model_kwargs):
-        """Warn when, at the start, float32 round-off in log p(θ | x) is large enough to stall the
-        inner NUTS/HMC. Summed over many records the log density can reach 10⁶ in parts that cancel
-        (n · log Γ(α₀) for Dirichlet records), where float32 resolves ~0.5; step-size adaptation then
-        chases that noise to a vanishing step (the ATUS study at 6 863 records: ~1 000 NUTS steps per
-        iteration in float32, ~15 in float64). The noise is read off second differences of the
-        potential along a segment short enough for its curvature to be negligible. Only an eager
-        ``init`` is checked: under ``jit``/``vmap`` (e.g. a study's cells) the values are traced."""
-        if self._inner is None or jnp.result_type(float) != jnp.float32 or not concrete(state.iteration):
-            return
-        first = jax.tree.map(lambda v: v[0], state) if state.iteration.ndim else state
-        kw = with_conditioning(model_kwargs, {**first.records, **self._size(first.z)})
-        flat, unravel = ravel_pytree(first.theta_state.z)
-        direction = random.normal(random.key(0), flat.shape, flat.dtype)
-        step = ROUND_OFF_STEP * direction / jnp.linalg.norm(direction)
-        potential = jax.vmap(
-            lambda t: potential_energy(self._inner.model, model_args, kw, unravel(flat + t * step))
-        )
-        u = np.asarray(potential(jnp.arange(ROUND_OFF_POINTS, dtype=flat.dtype)), np.float64)
-        noise = float(np.std(np.diff(u, 2)) / np.sqrt(6))  # Var(u[i+1] − 2u[i] + u[i−1]) = 6σ²
-        if np.isfinite(noise) and noise > ROUND_OFF_LIMIT:
-            warnings.warn(
-                f"log p(θ | records) carries float32 round-off of about {noise:.2g} nats at the start: "
-                "NUTS/HMC may shrink its step to nothing and run at its maximum tree depth (slow, and "
-                "poorly mixing). Enable 64-bit floats: JAX_ENABLE_X64=1, or "
-                "jax.config.update('jax_enable_x64', True) before creating any array.",
-                RoundOffWarning,
-                stacklevel=3,
-            )
 
     def _pilot(self, init_one, init_params, model_args, model_kwargs) -> MovesPilot | None:
         """``noncentred_moves="auto"``: time both variants on a few short chains (see
@@ -611,40 +572,8 @@ class DataAugmentationKernel(PerChainKernel):
         return init_nc_state(theta, self._spec.supports)
 
     def _resolve_noncentred(self, tr, num_warmup):
-        spec = self._spec
-        blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
-        # a scaled record density (a power likelihood) is not the noise law's push-forward
-        blockers += [k for k in spec.latent_records if tr[k].get("scale") is not None and k not in blockers]
-        blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
-        if self._theta_update == "held":  # the moves would move the held θ
-            blockers += list(spec.theta)
-        dtype = jnp.result_type(float)
-        limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
-        costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
-        with jax.ensure_compile_time_eval():  # concrete parameters stay concrete under a user's jit
-            costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, limit))]
-        if self._noncentred == "auto" and costly and not blockers:
-            why = (
-                "their inverse-CDF noise map is inexact in float32 (enable 64-bit floats)"
-                if jnp.dtype(dtype) == jnp.float32
-                else "their inverse-CDF noise map is slow there (JAX's gammaincc)"
-            )
-            warnings.warn(
-                f"Non-centred θ-moves are off: record sites {costly} are Poisson with rates above {limit:g}, "
-                f"where {why}; plain data augmentation stays exact. Force the moves with "
-                "noncentred_moves=5: those that would need an inexact map are rejected.",
-                stacklevel=3,
-            )
-            blockers = costly
-        if self._noncentred == "auto":
-            self._num_moves = 0 if blockers else 5
-        elif self._noncentred and blockers:
-            raise ValueError(
-                f"`noncentred_moves` needs a noise representation of every latent record site and a "
-                f"continuous θ; not available for sites {blockers}."
-            )
-        else:
-            self._num_moves = self._noncentred
+        held = self._theta_update == "held"  # the moves would move the held θ
+        self._num_moves = resolve_moves(self._noncentred, tr, self._spec, held=held, stacklevel=4)
         self._num_warmup = num_warmup
 
     def _moves(

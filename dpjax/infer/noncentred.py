@@ -47,6 +47,7 @@ log η(s | T)). Each move is O(n · dim T) and vectorised over the records.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -61,6 +62,7 @@ from numpyro.distributions import biject_to
 from numpyro.infer.util import log_density
 from numpyro.primitives import Messenger
 
+from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY
 from .mh import RWState, accept, adapt, init_rw, proposer
 from .samplers import log_gamma, uniform
@@ -72,6 +74,7 @@ __all__ = [
     "noise_of",
     "noise_supported",
     "noncentred_moves",
+    "resolve_moves",
     "representable",
     "AUTO_POISSON_RATE",
     "MaskReleases",
@@ -459,3 +462,43 @@ def init_nc_state(theta, supports) -> RWState:
     """The moves' random-walk state before adaptation (step 0.5 on unconstrained θ)."""
     flat, _ = ravel_pytree({k: biject_to(supports[k]).inv(theta[k]) for k in theta})
     return init_rw(flat.shape[0], flat.dtype, 0.5)
+
+
+def resolve_moves(setting: int | str, tr, spec, *, held: bool = False, stacklevel: int = 2) -> int:
+    """How many non-centred θ-moves per iteration ``setting`` (``noncentred_moves``: ``"auto"`` or an
+    int) gives for the model of trace ``tr``: 0 where a record site has no noise representation, a
+    record density is scaled, θ is discrete or ``held``; ``"auto"`` also leaves them out (with a
+    warning) for Poisson records whose rates the noise map cannot represent exactly, and an int that
+    cannot apply is a ``ValueError``."""
+    blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
+    # a scaled record density (a power likelihood) is not the noise law's push-forward
+    blockers += [k for k in spec.latent_records if tr[k].get("scale") is not None and k not in blockers]
+    blockers += [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
+    if held:
+        blockers += list(spec.theta)
+    dtype = jnp.result_type(float)
+    limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
+    costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
+    with jax.ensure_compile_time_eval():  # concrete parameters stay concrete under a user's jit
+        costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, limit))]
+    if setting == "auto" and costly and not blockers:
+        why = (
+            "their inverse-CDF noise map is inexact in float32 (enable 64-bit floats)"
+            if jnp.dtype(dtype) == jnp.float32
+            else "their inverse-CDF noise map is slow there (JAX's gammaincc)"
+        )
+        warnings.warn(
+            f"Non-centred θ-moves are off: record sites {costly} are Poisson with rates above {limit:g}, "
+            f"where {why}; plain data augmentation stays exact. Force the moves with "
+            "noncentred_moves=5: those that would need an inexact map are rejected.",
+            stacklevel=stacklevel,
+        )
+        blockers = costly
+    if setting == "auto":
+        return 0 if blockers else 5
+    if setting and blockers:
+        raise ValueError(
+            f"`noncentred_moves` needs a noise representation of every latent record site and a "
+            f"continuous θ; not available for sites {blockers}."
+        )
+    return setting
