@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from functools import partial
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +17,6 @@ import numpy as np
 import numpyro.distributions as dist
 from jax import random
 from jax.flatten_util import ravel_pytree
-from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import prototype_trace
 from numpyro.infer.hmc import HMC
@@ -26,11 +24,9 @@ from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key, concrete
 from ..primitives import (
-    INFER_KEY,
     allow_overflow,
-    integer_statistics,
 )
-from . import record_step, size_step, theta_block
+from . import da_core, theta_block
 from .auto_moves import (
     BURN_IN_STAGES,
     PILOT_CHAINS,
@@ -48,20 +44,18 @@ from .chains import (
     report_at_end_of_warmup,
     report_now,
 )
+from .da_core import DAState
 from .noncentred import (
     base_distribution,
     init_nc_state,
-    noncentred_moves,
     resolve_moves,
 )
-from .record_step import draw_records, masked, per_record, sweep_density
 from .rules import (
     check_exchangeable,
     check_records_feed_only_releases,
     check_release_reads_records,
-    records_exchangeable,
 )
-from .spec import ModelSpec, model_spec, privatized_infos
+from .spec import ModelSpec, model_spec
 from .theta_block import RoundOffWarning
 
 __all__ = ["DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
@@ -70,62 +64,6 @@ __all__ = ["DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecord
 # sweeps' move rates leave out offers that change nothing: the plain sweep's proposals equal to their
 # record, SOMA's swaps for a record with the same statistic; so frozen discrete records are flagged too.)
 STICKY_RATE = 1e-3
-
-
-class DAState(NamedTuple):
-    """State of :class:`DataAugmentationKernel`.
-
-    - **z** – constrained θ (and the latent records when ``store_records=True``); collected.
-    - **records** – current latent records (records along axis 0); not collected by default.
-    - **statistics** – ``{site: T}``, the confidential statistic of the imputed database.
-    - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
-    - **record_accept_rate** – mean record acceptance probability of the last sweep (the seed's: a
-      proposal equal to its record counts as accepted).
-    - **record_move_rate** – the same over the proposals that differ from their record (1 when none
-      does). Equal to ``record_accept_rate`` for continuous records; for discrete ones it shows records
-      that never move, which the proposals that repeat them hide from ``record_accept_rate``
-      (:class:`StickyRecordsWarning` reads it). Under ``record_update="soma"``: ``SomaResult.move_rate``.
-    - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
-    - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
-      the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
-    - **jump_accept_rate**, **jump_scale** – with an unknown n: the mean acceptance probability of the
-      last iteration's size jumps (moves of many records at once) and their scale σ, adapted in the
-      warmup (NaN and 0 with a known n).
-    - **birth_accept_rate**, **death_accept_rate**, **capacity_blocked** – with an unknown n
-      (:class:`~dpjax.infer.ReversibleJumpKernel`): the mean acceptance probabilities of the last
-      iteration's births and deaths, and how many births the capacity has refused so far (NaN, NaN
-      and 0 with a known n).
-    - **near_capacity** – with an unknown n, whether n lies within 1 % of the records plate's
-      capacity (its mean over the draws is the posterior mass there; False with a known n). Mass
-      there means the capacity, or a prior of n that ends at it, shapes the posterior.
-    - **iteration** – iterations done since ``init`` (an unknown n is held at its start for the first
-      ``hold_size`` of them: :class:`~dpjax.infer.ReversibleJumpKernel`).
-    - **valid** – False once the chain has left the model's support (a release impossible under
-      the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
-      draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
-    - **rng_key** – PRNG key for the next iteration.
-    """
-
-    z: dict
-    records: dict
-    statistics: dict
-    theta_state: Any
-    record_accept_rate: jax.Array
-    record_move_rate: jax.Array
-    accept_prob: jax.Array
-    diverging: jax.Array
-    nc: Any
-    nc_accept_rate: jax.Array
-    nc_step_size: jax.Array
-    jump_accept_rate: jax.Array
-    jump_scale: jax.Array
-    birth_accept_rate: jax.Array
-    death_accept_rate: jax.Array
-    capacity_blocked: jax.Array
-    near_capacity: jax.Array
-    iteration: jax.Array
-    valid: jax.Array
-    rng_key: jax.Array
 
 
 class StickyRecordsWarning(UserWarning):
@@ -331,10 +269,13 @@ class DataAugmentationKernel(PerChainKernel):
         and gradient (with the records conditioned). Deterministic: θ and the records are kept."""
         spec = self._spec
         given = {k: state.z[k] for k in spec.theta + self._spec.size_sites}
-        public, releases, active, infos = self._observed(given, state.records, model_args, model_kwargs)
-        statistics = self._statistics(public, state.records, active, infos)
+        core = self._core()
+        public, releases, active, infos = da_core.observed(
+            core, given, state.records, model_args, model_kwargs
+        )
+        statistics = da_core.statistics(spec, infos, public, state.records, active)
         statistics = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in statistics.items()}
-        log_eta = self._log_eta(infos, releases, statistics)
+        log_eta = da_core.log_eta(spec, infos, releases, statistics)
         theta_state = theta_block.refresh(
             self._inner, state.theta_state, state.records, self._size(state.z), model_args, model_kwargs
         )
@@ -439,28 +380,19 @@ class DataAugmentationKernel(PerChainKernel):
 
         return remembered((settings, data), decide)
 
-    def _observed(self, given, records, model_args, model_kwargs):
-        """Public record values, releases, the active record slots (None: all) of a records plate and
-        each privatized site's PrivatizedInfo (statistic, mechanism) as this trace builds them: a trace
-        with every latent site conditioned (no randomness; XLA folds away what is unused)."""
-        model = handlers.condition(self._model, data={**given, **records})
-        tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
-        public = {k: tr[k]["value"] for k in self._spec.public_records}
-        first = self._spec.privatized[0][0]
-        active = tr[first]["infer"][INFER_KEY].active
-        releases = tuple(jnp.asarray(tr[n]["value"]) for n, _ in self._spec.privatized)
-        return public, releases, active, privatized_infos(tr, self._spec)
-
-    def _statistics(self, public, records, active, infos):
-        """``{site: T}`` of the database ``public`` ∪ ``records``."""
-        t_now = per_record(infos, {**public, **records}, active)
-        return {n: jnp.sum(t, 0) for (n, _), t in zip(self._spec.privatized, t_now)}
-
-    def _log_eta(self, infos, releases, statistics):
-        """log η(s | T) summed over the privatized sites."""
-        return sum(
-            jnp.sum(info.mechanism.log_density(s, statistics[n]))
-            for (n, _), info, s in zip(self._spec.privatized, infos, releases)
+    def _core(self) -> da_core.Core:
+        """The static settings of the composed iteration (:mod:`~dpjax.infer.da_core`)."""
+        return da_core.Core(
+            model=self._model,
+            spec=self._spec,
+            inner=self._inner,
+            theta_update=self._theta_update,
+            record_update=self._record_update,
+            store_records=self._store_records,
+            num_moves=self._num_moves,
+            init_moves=self._init_nc,
+            size_kernel=self._size_kernel(),
+            exchangeable=self._needs_exchangeable(),
         )
 
     def _size(self, z):
@@ -471,70 +403,11 @@ class DataAugmentationKernel(PerChainKernel):
         """The size step of an unknown n (:mod:`~dpjax.infer.size_step`; ReversibleJumpKernel), else None."""
         return None
 
-    def _z(self, theta, size, records):
-        return {**theta, **size, **records} if self._store_records else {**theta, **size}
-
     def _init_one(self, rng_key, init_params, *, model_args, model_kwargs, num_warmup=None):
-        key_trace, key_inner, key_next = random.split(rng_key, 3)
-        spec = self._spec
-        init_params = dict(init_params or {})
-        # records start as a draw from the model at the given θ, not at a θ drawn from its prior
-        given = {k: v for k, v in init_params.items() if k in spec.theta}
-        model = handlers.condition(self._model, data=given) if given else self._model
-        with allow_overflow():
-            tr = prototype_trace(model, key_trace, model_args, model_kwargs)
-        records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
-        theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
-        size = {k: jnp.asarray(tr[k]["value"]) for k in self._spec.size_sites}
-        # constrained initial values of θ and/or the latent records (numpyro.infer.Gibbs gives
-        # every site of the block)
-        records.update({k: jnp.asarray(v, records[k].dtype) for k, v in init_params.items() if k in records})
-        theta.update({k: jnp.asarray(init_params[k]) for k in theta if k in init_params})
-        for k in self._spec.size_sites:  # n: as given, else the noisy n rounded into n's support
-            lower, capacity = self._spec.size_bounds
-            start = init_params.get(k)
-            if start is None and self._spec.size_release is not None:
-                start = jnp.round(tr[spec.privatized[self._spec.size_release][0]]["value"])
-            start = size[k] if start is None else start
-            size[k] = jnp.clip(jnp.asarray(start), lower, capacity).astype(size[k].dtype)
         warmup = self._num_warmup if num_warmup is None else num_warmup
-        theta, theta_state = theta_block.init(
-            key_inner, theta, records, size, inner=self._inner, supports=spec.supports,
-            given=any(k in init_params for k in spec.theta), num_warmup=warmup, model_args=model_args,
-            model_kwargs=model_kwargs,
-        )  # fmt: skip
-        public, releases, active, infos = self._observed({**theta, **size}, records, model_args, model_kwargs)
-        t_records = per_record(infos, {**public, **records}, active)
-        statistics = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_records)}
-        log_eta = self._log_eta(infos, releases, statistics)
-        nc = self._init_nc(theta) if self._num_moves else ()
-        valid = jnp.isfinite(log_eta) & theta_block.in_support(theta, spec.supports)
-        for info, t in zip(infos, t_records):  # checked on the host when concrete
-            valid = valid & integer_statistics(info.mechanism, t)
-        if self._needs_exchangeable():  # checked in `init` when concrete; here too when traced (jit)
-            args = (self._model, spec, {**theta, **size}, records, self._capacity(), model_args, model_kwargs)
-            valid = valid & records_exchangeable(*args)
-        return DAState(
-            z=self._z(theta, size, records),
-            records=records,
-            statistics=statistics,
-            theta_state=theta_state,
-            record_accept_rate=jnp.array(1.0),
-            record_move_rate=jnp.array(1.0),
-            accept_prob=jnp.array(1.0),
-            diverging=jnp.array(False),
-            nc=nc,
-            nc_accept_rate=jnp.array(0.0),
-            nc_step_size=jnp.exp(nc.log_step) if self._num_moves else jnp.array(0.0),
-            jump_accept_rate=jnp.array(jnp.nan),
-            jump_scale=size_step.initial_jump_scale(spec, tr, size),
-            birth_accept_rate=jnp.array(jnp.nan),
-            death_accept_rate=jnp.array(jnp.nan),
-            capacity_blocked=jnp.array(0),
-            near_capacity=size_step.near_capacity(spec, size),
-            iteration=jnp.array(0, jnp.int32),
-            valid=valid,
-            rng_key=key_next,
+        core = self._core()
+        return da_core.init(
+            core, rng_key, init_params, num_warmup=warmup, model_args=model_args, model_kwargs=model_kwargs
         )
 
     def _check_size(self):
@@ -576,152 +449,9 @@ class DataAugmentationKernel(PerChainKernel):
         self._num_moves = resolve_moves(self._noncentred, tr, self._spec, held=held, stacklevel=4)
         self._num_warmup = num_warmup
 
-    def _moves(
-        self,
-        rng_key,
-        nc,
-        public,
-        active,
-        infos,
-        log_eta,
-        learn,
-        model_args,
-        model_kwargs,
-        theta,
-        records,
-        theta_state,
-    ):
-        """The non-centred θ-moves, then the statistics and the inner sampler's θ brought along."""
-        theta, records, nc, rate = noncentred_moves(
-            rng_key,
-            nc,
-            theta,
-            records,
-            log_eta,
-            model=self._model,
-            supports=self._spec.supports,
-            num_moves=self._num_moves,
-            learn=learn,
-            model_args=model_args,
-            model_kwargs=model_kwargs,
-        )
-        statistics = self._statistics(public, records, active, infos)
-        return (
-            theta,
-            records,
-            nc,
-            rate,
-            statistics,
-            theta_block.point_at(theta, theta_state, self._spec.supports),
-        )
-
     def _sample_one(self, state, model_args, model_kwargs, use_moves=None, num_warmup=None):
-        """One iteration; the pilot gives its own ``use_moves`` switch and ``num_warmup``."""
-        spec = self._spec
-        num_warmup = self._num_warmup if num_warmup is None else num_warmup
-        key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
-        theta = {k: state.z[k] for k in spec.theta}
-        size = self._size(state.z)
-        public, releases, active, infos = self._observed(
-            {**theta, **size}, state.records, model_args, model_kwargs
-        )
-        theta_kernel = theta_block.build_kernel(spec.theta, inner=self._inner, update=self._theta_update)
-        theta, theta_state, theta_info = theta_kernel(
-            key_theta, state.theta_state, theta, state.records, size, public, model_args, model_kwargs
-        )
-        given = {**theta, **size}
-        proposals = draw_records(self._model, spec.latent_records, key_prop, given, model_args, model_kwargs)
-        t_old = per_record(infos, {**public, **state.records}, active)
-        t_fresh = per_record(infos, {**public, **proposals})  # every slot (the size jumps read them)
-        t_new = t_fresh if active is None else tuple(masked(t, active) for t in t_fresh)
-        # residuals recomputed from scratch each sweep, so float error never accumulates
-        residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
-        densities = [sweep_density(info.mechanism, s) for info, s in zip(infos, releases)]
-        step = record_step.build_kernel(self._record_update, spec.discrete_records)
-        records, result = step(
-            key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active
-        )
-        accept_rate, move_rate = result.accept_rate, result.move_rate
-        log_eta = result.log_density
-        residuals = result.residuals
-        nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
-        jumps = dict(
-            jump_accept_rate=state.jump_accept_rate,
-            jump_scale=state.jump_scale,
-            birth_accept_rate=state.birth_accept_rate,
-            death_accept_rate=state.death_accept_rate,
-            capacity_blocked=state.capacity_blocked,
-            near_capacity=state.near_capacity,
-        )
-        statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
-        size_kernel = self._size_kernel()
-        if size_kernel is not None:  # unknown n: size jumps, joint (θ, n) moves, births and deaths
-            t_now = tuple(
-                jnp.where(result.accepted.reshape((-1,) + (1,) * (o.ndim - 1)), w, o)
-                for o, w in zip(t_old, t_new)
-            )
-            moved = size_kernel(
-                key_next, key_nc, state.iteration, theta, size[spec.size], records, proposals, t_now, t_fresh,
-                residuals, log_eta, densities, releases, public, infos, nc, nc_rate, state.jump_scale,
-                model_args, model_kwargs,
-            )  # fmt: skip
-            theta, records, residuals, log_eta, nc = (
-                moved.theta,
-                moved.records,
-                moved.residuals,
-                moved.log_density,
-                moved.nc,
-            )
-            size, key_next, nc_rate = {spec.size: moved.size}, moved.rng_key, moved.info.nc_accept_rate
-            if self._num_moves:
-                theta_state = theta_block.point_at(theta, theta_state, spec.supports)
-                nc_step = jnp.exp(nc.log_step)
-            statistics = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
-            jumps = dict(
-                jump_accept_rate=moved.info.jump_accept_rate,
-                jump_scale=moved.jump_scale,
-                birth_accept_rate=moved.info.birth_accept_rate,
-                death_accept_rate=moved.info.death_accept_rate,
-                capacity_blocked=state.capacity_blocked + moved.info.blocked,
-                near_capacity=size_step.near_capacity(spec, size),
-            )
-        elif self._num_moves:
-            moved = partial(
-                self._moves,
-                key_nc,
-                state.nc,
-                public,
-                active,
-                infos,
-                log_eta,
-                state.iteration < num_warmup,  # the moves adapt in the warmup
-                model_args,
-                model_kwargs,
-            )
-            unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), statistics, ts)
-            if use_moves is None:
-                theta, records, nc, nc_rate, statistics, theta_state = moved(theta, records, theta_state)
-            else:  # the pilot's switch: a scalar shared by its chains, so a real branch under vmap
-                theta, records, nc, nc_rate, statistics, theta_state = jax.lax.cond(
-                    use_moves, moved, unmoved, theta, records, theta_state
-                )
-            nc_step = jnp.exp(state.nc.log_step)
-        valid = state.valid & jnp.isfinite(log_eta) & theta_block.in_support(theta, spec.supports)
-        nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
-        return DAState(
-            z=self._z(jax.tree.map(nan, theta), size, records),
-            records=records,
-            statistics=statistics,
-            theta_state=theta_state,
-            record_accept_rate=accept_rate,
-            record_move_rate=move_rate,
-            accept_prob=theta_info.accept_prob,
-            diverging=theta_info.diverging,
-            nc=nc,
-            nc_accept_rate=nc_rate,
-            nc_step_size=nc_step,
-            iteration=state.iteration + 1,
-            valid=valid,
-            rng_key=key_next,
-            **jumps,
-        )
+        """One iteration (:func:`dpjax.infer.da_core.build_kernel`); the pilot gives its own ``use_moves``
+        switch and ``num_warmup``."""
+        warmup = self._num_warmup if num_warmup is None else num_warmup
+        step = da_core.build_kernel(self._core())
+        return step(state, model_args, model_kwargs, num_warmup=warmup, use_moves=use_moves)

@@ -1,0 +1,321 @@
+"""The data-augmentation iteration as pure functions (BlackJAX's shape): ``init`` and ``build_kernel``
+over static :class:`Core` settings, composing the stages: the θ block (:mod:`~dpjax.infer.theta_block`),
+the record step (:mod:`~dpjax.infer.record_step`), then either the size step of an unknown n
+(:mod:`~dpjax.infer.size_step`) or the non-centred θ-moves (:mod:`~dpjax.infer.noncentred`).
+:class:`~dpjax.infer.DataAugmentationKernel` and :class:`~dpjax.infer.ReversibleJumpKernel` are NumPyro
+faces over it; MCEM's E-step and the moves pilot call the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import random
+from numpyro import handlers
+from numpyro.infer.gibbs import prototype_trace
+
+from ..primitives import INFER_KEY, allow_overflow, integer_statistics
+from . import record_step, size_step, theta_block
+from .noncentred import noncentred_moves
+from .record_step import draw_records, masked, per_record, sweep_density
+from .rules import records_exchangeable
+from .spec import ModelSpec, privatized_infos
+
+__all__ = ["Core", "DAState", "build_kernel", "init", "log_eta", "observed", "statistics"]
+
+
+class DAState(NamedTuple):
+    """State of :class:`DataAugmentationKernel`.
+
+    - **z** – constrained θ (and the latent records when ``store_records=True``); collected.
+    - **records** – current latent records (records along axis 0); not collected by default.
+    - **statistics** – ``{site: T}``, the confidential statistic of the imputed database.
+    - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
+    - **record_accept_rate** – mean record acceptance probability of the last sweep (the seed's: a
+      proposal equal to its record counts as accepted).
+    - **record_move_rate** – the same over the proposals that differ from their record (1 when none
+      does). Equal to ``record_accept_rate`` for continuous records; for discrete ones it shows records
+      that never move, which the proposals that repeat them hide from ``record_accept_rate``
+      (:class:`StickyRecordsWarning` reads it). Under ``record_update="soma"``: ``SomaResult.move_rate``.
+    - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
+    - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
+      the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
+    - **jump_accept_rate**, **jump_scale** – with an unknown n: the mean acceptance probability of the
+      last iteration's size jumps (moves of many records at once) and their scale σ, adapted in the
+      warmup (NaN and 0 with a known n).
+    - **birth_accept_rate**, **death_accept_rate**, **capacity_blocked** – with an unknown n
+      (:class:`~dpjax.infer.ReversibleJumpKernel`): the mean acceptance probabilities of the last
+      iteration's births and deaths, and how many births the capacity has refused so far (NaN, NaN
+      and 0 with a known n).
+    - **near_capacity** – with an unknown n, whether n lies within 1 % of the records plate's
+      capacity (its mean over the draws is the posterior mass there; False with a known n). Mass
+      there means the capacity, or a prior of n that ends at it, shapes the posterior.
+    - **iteration** – iterations done since ``init`` (an unknown n is held at its start for the first
+      ``hold_size`` of them: :class:`~dpjax.infer.ReversibleJumpKernel`).
+    - **valid** – False once the chain has left the model's support (a release impossible under
+      the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
+      draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
+    - **rng_key** – PRNG key for the next iteration.
+    """
+
+    z: dict
+    records: dict
+    statistics: dict
+    theta_state: Any
+    record_accept_rate: jax.Array
+    record_move_rate: jax.Array
+    accept_prob: jax.Array
+    diverging: jax.Array
+    nc: Any
+    nc_accept_rate: jax.Array
+    nc_step_size: jax.Array
+    jump_accept_rate: jax.Array
+    jump_scale: jax.Array
+    birth_accept_rate: jax.Array
+    death_accept_rate: jax.Array
+    capacity_blocked: jax.Array
+    near_capacity: jax.Array
+    iteration: jax.Array
+    valid: jax.Array
+    rng_key: jax.Array
+
+
+class Core(NamedTuple):
+    """The static settings of one data-augmentation chain (built once, at a kernel's ``init``).
+
+    - **model**, **spec** – the model and its :class:`~dpjax.infer.spec.ModelSpec`;
+    - **inner**, **theta_update** – the θ block's form (:func:`~dpjax.infer.theta_block.build_kernel`);
+    - **record_update** – ``"sweep"`` or ``"soma"``; **store_records** – the records go into ``z``;
+    - **num_moves** – non-centred θ-moves (or joint (θ, n) moves) per iteration, and **init_moves**, the
+      initial state of their random walk given θ;
+    - **size_kernel** – the size step of an unknown n (None with a known n);
+    - **exchangeable** – whether records drawn for one slot are used in another (births, SOMA), so that
+      ``init`` checks, under ``jit`` too, that the records' law does not depend on the slot."""
+
+    model: Callable
+    spec: ModelSpec
+    inner: Any = None
+    theta_update: Any = None
+    record_update: str = "sweep"
+    store_records: bool = False
+    num_moves: int = 0
+    init_moves: Callable | None = None
+    size_kernel: Callable | None = None
+    exchangeable: bool = False
+
+
+def observed(core: Core, given, records, model_args, model_kwargs):
+    """Public record values, releases, the active record slots (None: all) of a records plate and
+    each privatized site's PrivatizedInfo (statistic, mechanism) as this trace builds them: a trace
+    with every latent site conditioned (no randomness; XLA folds away what is unused)."""
+    model = handlers.condition(core.model, data={**given, **records})
+    tr = handlers.trace(model).get_trace(*model_args, **model_kwargs)
+    public = {k: tr[k]["value"] for k in core.spec.public_records}
+    active = tr[core.spec.privatized[0][0]]["infer"][INFER_KEY].active
+    releases = tuple(jnp.asarray(tr[n]["value"]) for n, _ in core.spec.privatized)
+    return public, releases, active, privatized_infos(tr, core.spec)
+
+
+def statistics(spec: ModelSpec, infos, public, records, active):
+    """``{site: T}`` of the database ``public`` ∪ ``records``."""
+    t_now = per_record(infos, {**public, **records}, active)
+    return {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
+
+
+def log_eta(spec: ModelSpec, infos, releases, stats):
+    """log η(s | T) summed over the privatized sites."""
+    return sum(
+        jnp.sum(info.mechanism.log_density(s, stats[n]))
+        for (n, _), info, s in zip(spec.privatized, infos, releases)
+    )
+
+
+def _z(core, theta, size, records):
+    return {**theta, **size, **records} if core.store_records else {**theta, **size}
+
+
+def _size(spec, z):
+    return {k: z[k] for k in spec.size_sites}
+
+
+def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwargs) -> DAState:
+    """One chain's start: the records drawn from the model at the given θ (not at θ drawn from its
+    prior), θ, n and the records taken from ``init_params`` where given (constrained values), n else at
+    the noisy n rounded into its support, and the θ block started there."""
+    key_trace, key_inner, key_next = random.split(rng_key, 3)
+    spec = core.spec
+    init_params = dict(init_params or {})
+    given = {k: v for k, v in init_params.items() if k in spec.theta}
+    model = handlers.condition(core.model, data=given) if given else core.model
+    with allow_overflow():
+        tr = prototype_trace(model, key_trace, model_args, model_kwargs)
+    records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
+    theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
+    size = {k: jnp.asarray(tr[k]["value"]) for k in spec.size_sites}
+    # numpyro.infer.Gibbs gives every site of the block
+    records.update({k: jnp.asarray(v, records[k].dtype) for k, v in init_params.items() if k in records})
+    theta.update({k: jnp.asarray(init_params[k]) for k in theta if k in init_params})
+    for k in spec.size_sites:
+        lower, capacity = spec.size_bounds
+        start = init_params.get(k)
+        if start is None and spec.size_release is not None:
+            start = jnp.round(tr[spec.privatized[spec.size_release][0]]["value"])
+        start = size[k] if start is None else start
+        size[k] = jnp.clip(jnp.asarray(start), lower, capacity).astype(size[k].dtype)
+    theta, theta_state = theta_block.init(
+        key_inner, theta, records, size, inner=core.inner, supports=spec.supports,
+        given=any(k in init_params for k in spec.theta), num_warmup=num_warmup, model_args=model_args,
+        model_kwargs=model_kwargs,
+    )  # fmt: skip
+    public, releases, active, infos = observed(core, {**theta, **size}, records, model_args, model_kwargs)
+    t_records = per_record(infos, {**public, **records}, active)
+    stats = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_records)}
+    nc = core.init_moves(theta) if core.num_moves else ()
+    valid = jnp.isfinite(log_eta(spec, infos, releases, stats)) & theta_block.in_support(theta, spec.supports)
+    for info, t in zip(infos, t_records):  # checked on the host when concrete
+        valid = valid & integer_statistics(info.mechanism, t)
+    if core.exchangeable:  # checked in the kernel's `init` when concrete; here too when traced (jit)
+        capacity = spec.size_bounds[1] if spec.size_sites else None
+        args = (core.model, spec, {**theta, **size}, records, capacity, model_args, model_kwargs)
+        valid = valid & records_exchangeable(*args)
+    return DAState(
+        z=_z(core, theta, size, records),
+        records=records,
+        statistics=stats,
+        theta_state=theta_state,
+        record_accept_rate=jnp.array(1.0),
+        record_move_rate=jnp.array(1.0),
+        accept_prob=jnp.array(1.0),
+        diverging=jnp.array(False),
+        nc=nc,
+        nc_accept_rate=jnp.array(0.0),
+        nc_step_size=jnp.exp(nc.log_step) if core.num_moves else jnp.array(0.0),
+        jump_accept_rate=jnp.array(jnp.nan),
+        jump_scale=size_step.initial_jump_scale(spec, tr, size),
+        birth_accept_rate=jnp.array(jnp.nan),
+        death_accept_rate=jnp.array(jnp.nan),
+        capacity_blocked=jnp.array(0),
+        near_capacity=size_step.near_capacity(spec, size),
+        iteration=jnp.array(0, jnp.int32),
+        valid=valid,
+        rng_key=key_next,
+    )
+
+
+def build_kernel(core: Core):
+    """``step(state, model_args, model_kwargs, *, num_warmup, use_moves=None) -> DAState``: one iteration
+    (θ block, record step, then the size step or the non-centred moves); the moves adapt in the first
+    ``num_warmup`` iterations; ``use_moves`` is the moves pilot's switch, a scalar shared by its chains."""
+    spec = core.spec
+    theta_kernel = theta_block.build_kernel(spec.theta, inner=core.inner, update=core.theta_update)
+    sweep = record_step.build_kernel(core.record_update, spec.discrete_records)
+
+    def moves(
+        key, nc, public, active, infos, log_density, learn, model_args, model_kwargs, theta, records, ts
+    ):
+        """The non-centred θ-moves, then the statistics and the inner sampler's θ brought along."""
+        theta, records, nc, rate = noncentred_moves(
+            key, nc, theta, records, log_density, model=core.model, supports=spec.supports,
+            num_moves=core.num_moves, learn=learn, model_args=model_args, model_kwargs=model_kwargs,
+        )  # fmt: skip
+        stats = statistics(spec, infos, public, records, active)
+        return theta, records, nc, rate, stats, theta_block.point_at(theta, ts, spec.supports)
+
+    def step(state, model_args, model_kwargs, *, num_warmup, use_moves=None):
+        key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
+        theta = {k: state.z[k] for k in spec.theta}
+        size = _size(spec, state.z)
+        public, releases, active, infos = observed(
+            core, {**theta, **size}, state.records, model_args, model_kwargs
+        )
+        theta, theta_state, theta_info = theta_kernel(
+            key_theta, state.theta_state, theta, state.records, size, public, model_args, model_kwargs
+        )
+        given = {**theta, **size}
+        proposals = draw_records(core.model, spec.latent_records, key_prop, given, model_args, model_kwargs)
+        t_old = per_record(infos, {**public, **state.records}, active)
+        t_fresh = per_record(infos, {**public, **proposals})  # every slot (the size jumps read them)
+        t_new = t_fresh if active is None else tuple(masked(t, active) for t in t_fresh)
+        # residuals recomputed from scratch each sweep, so float error never accumulates
+        residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
+        densities = [sweep_density(info.mechanism, s) for info, s in zip(infos, releases)]
+        records, result = sweep(
+            key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active
+        )
+        log_density, residuals = result.log_density, result.residuals
+        nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
+        jumps = dict(
+            jump_accept_rate=state.jump_accept_rate,
+            jump_scale=state.jump_scale,
+            birth_accept_rate=state.birth_accept_rate,
+            death_accept_rate=state.death_accept_rate,
+            capacity_blocked=state.capacity_blocked,
+            near_capacity=state.near_capacity,
+        )
+        stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
+        if core.size_kernel is not None:  # unknown n: size jumps, joint (θ, n) moves, births and deaths
+            t_now = tuple(
+                jnp.where(result.accepted.reshape((-1,) + (1,) * (o.ndim - 1)), w, o)
+                for o, w in zip(t_old, t_new)
+            )
+            moved = core.size_kernel(
+                key_next, key_nc, state.iteration, theta, size[spec.size], records, proposals, t_now, t_fresh,
+                residuals, log_density, densities, releases, public, infos, nc, nc_rate, state.jump_scale,
+                model_args, model_kwargs,
+            )  # fmt: skip
+            theta, records, residuals, log_density = (
+                moved.theta,
+                moved.records,
+                moved.residuals,
+                moved.log_density,
+            )
+            nc, size, key_next = moved.nc, {spec.size: moved.size}, moved.rng_key
+            nc_rate = moved.info.nc_accept_rate
+            if core.num_moves:
+                theta_state = theta_block.point_at(theta, theta_state, spec.supports)
+                nc_step = jnp.exp(nc.log_step)
+            stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
+            jumps = dict(
+                jump_accept_rate=moved.info.jump_accept_rate,
+                jump_scale=moved.jump_scale,
+                birth_accept_rate=moved.info.birth_accept_rate,
+                death_accept_rate=moved.info.death_accept_rate,
+                capacity_blocked=state.capacity_blocked + moved.info.blocked,
+                near_capacity=size_step.near_capacity(spec, size),
+            )
+        elif core.num_moves:
+            learn = state.iteration < num_warmup  # the moves adapt in the warmup
+            args = (key_nc, state.nc, public, active, infos, log_density, learn, model_args, model_kwargs)
+            moved = lambda th, rec, ts: moves(*args, th, rec, ts)
+            unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), stats, ts)
+            if use_moves is None:
+                theta, records, nc, nc_rate, stats, theta_state = moved(theta, records, theta_state)
+            else:  # the pilot's switch: a scalar shared by its chains, so a real branch under vmap
+                theta, records, nc, nc_rate, stats, theta_state = jax.lax.cond(
+                    use_moves, moved, unmoved, theta, records, theta_state
+                )
+            nc_step = jnp.exp(state.nc.log_step)
+        valid = state.valid & jnp.isfinite(log_density) & theta_block.in_support(theta, spec.supports)
+        nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
+        return DAState(
+            z=_z(core, jax.tree.map(nan, theta), size, records),
+            records=records,
+            statistics=stats,
+            theta_state=theta_state,
+            record_accept_rate=result.accept_rate,
+            record_move_rate=result.move_rate,
+            accept_prob=theta_info.accept_prob,
+            diverging=theta_info.diverging,
+            nc=nc,
+            nc_accept_rate=nc_rate,
+            nc_step_size=nc_step,
+            iteration=state.iteration + 1,
+            valid=valid,
+            rng_key=key_next,
+            **jumps,
+        )
+
+    return step
