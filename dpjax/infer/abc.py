@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from .._validate import positive_int
 from ..primitives import INFER_KEY, depends_on, record_statistics, simulate
 from ._compile import SplitArgs, avals, compiled, memo, split_args
+from .record_step import masked
 from .samplers import count_true, fast_distribution, fast_sampling, uniform
 from .spec import ModelSpec, model_spec, privatized_infos
 
@@ -254,7 +255,7 @@ def _make_batch(model, simulator, spec: PriorSpec):
                 def one(mine, public=public, obs=obs, mech=mech, stat=stat, active=active):
                     per = record_statistics(stat, {**mine, **public})
                     if active is not None:
-                        per = jnp.where(active.reshape((-1,) + (1,) * (per.ndim - 1)), per, 0.0)
+                        per = masked(per, active)
                     return jnp.sum(mech(jnp.sum(per, axis=0)).log_prob(obs))
 
                 log_eta = log_eta + jax.vmap(one)(mine)

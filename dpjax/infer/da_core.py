@@ -20,7 +20,7 @@ from numpyro.infer.gibbs import prototype_trace
 from ..primitives import INFER_KEY, allow_overflow, integer_statistics
 from . import record_step, size_step, theta_block
 from .noncentred import noncentred_moves
-from .record_step import draw_records, masked, per_record, sweep_density
+from .record_step import draw_records, masked, per_record, sweep_density, where_records
 from .rules import records_exchangeable
 from .spec import ModelSpec, privatized_infos
 
@@ -257,10 +257,7 @@ def build_kernel(core: Core):
         )
         stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
         if core.size_kernel is not None:  # unknown n: size jumps, joint (θ, n) moves, births and deaths
-            t_now = tuple(
-                jnp.where(result.accepted.reshape((-1,) + (1,) * (o.ndim - 1)), w, o)
-                for o, w in zip(t_old, t_new)
-            )
+            t_now = tuple(where_records(result.accepted, w, o) for o, w in zip(t_old, t_new))
             moved = core.size_kernel(
                 key_next, key_nc, state.iteration, theta, size[spec.size], records, proposals, t_now, t_fresh,
                 residuals, log_density, densities, releases, public, infos, nc, nc_rate, state.jump_scale,

@@ -42,6 +42,7 @@ from numpyro.distributions import biject_to
 
 from .mh import RWState, accept, adapt, gain, init_rw
 from .noncentred import noise_of, unconstrained_target
+from .record_step import where_records
 
 __all__ = ["JointState", "init_joint_state", "joint_size_moves"]
 
@@ -131,9 +132,7 @@ def joint_size_moves(
     """
     key_u, key_moves = random.split(rng_key)
     active = jnp.arange(capacity) < n
-    buffer = {
-        k: jnp.where(active.reshape((-1,) + (1,) * (v.ndim - 1)), v, fresh[k]) for k, v in records.items()
-    }
+    buffer = {k: where_records(active, v, fresh[k]) for k, v in records.items()}
     noise = noise_of(key_u, model, {**theta, size_site: n}, buffer, model_args, model_kwargs)
     dtypes = {k: v.dtype for k, v in records.items()}
     phi, target = unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs)

@@ -19,12 +19,25 @@ from .record_sweep import accept_records, record_sweep, rows_differ
 from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
 
-__all__ = ["RecordInfo", "build_kernel", "draw_records", "masked", "per_record", "sweep_density"]
+__all__ = [
+    "RecordInfo",
+    "build_kernel",
+    "draw_records",
+    "masked",
+    "per_record",
+    "sweep_density",
+    "where_records",
+]
+
+
+def where_records(mask, new, old):
+    """``new`` in the record slots where ``mask`` (one bool per slot, axis 0) holds, else ``old``."""
+    return jnp.where(mask.reshape((-1,) + (1,) * (jnp.ndim(new) - 1)), new, old)
 
 
 def masked(t, active):
     """Per-record statistics with the slots beyond n zeroed."""
-    return jnp.where(active.reshape((-1,) + (1,) * (t.ndim - 1)), t, 0.0)
+    return where_records(active, t, 0.0)
 
 
 def per_record(infos, full_records, active=None):

@@ -27,7 +27,7 @@ from numpyro import handlers
 from ..primitives import INFER_KEY, allow_overflow
 from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
 from .joint_size_moves import joint_size_moves
-from .record_step import draw_records, per_record
+from .record_step import draw_records, masked, per_record, where_records
 from .spec import ModelSpec
 
 __all__ = ["SizeInfo", "SizeResult", "active_slots", "build_kernel", "initial_jump_scale", "near_capacity"]
@@ -129,10 +129,10 @@ def build_kernel(
         if num_jumps:
             rng_key, key_size_jumps = random.split(rng_key)
         # 1. the size jumps, on the buffer whose slots ≥ n hold the sweep's unused proposals
-        buffer = {k: jnp.where(_slots(n, v), v, proposals[k]) for k, v in records.items()}
+        buffer = {k: where_records(active_slots(spec, n), v, proposals[k]) for k, v in records.items()}
         jump_rate = jnp.array(jnp.nan)
         if num_jumps:
-            t_buffer = tuple(jnp.where(_slots(n, a), a, b) for a, b in zip(t_now, t_fresh))
+            t_buffer = tuple(where_records(active_slots(spec, n), a, b) for a, b in zip(t_now, t_fresh))
             jump = size_jumps(
                 key_size_jumps, n, t_buffer, residuals, densities, log_prior,
                 scale=jump_scale, num_jumps=num_jumps, lower=lower, enabled=enabled,
@@ -142,7 +142,7 @@ def build_kernel(
             step = jnp.where(adapting, gain * (jnp.nan_to_num(jump.accept_rate) - JUMP_ACCEPT), 0.0)
             jump_scale = jnp.clip(jump_scale * jnp.exp(step), 0.5, float(capacity))
             n, residuals, log_eta, jump_rate = jump.size, jump.residuals, jump.log_density, jump.accept_rate
-            t_now = tuple(jnp.where(_slots(n, t), t, 0.0) for t in t_buffer)
+            t_now = tuple(masked(t, active_slots(spec, n)) for t in t_buffer)
         records = buffer
         # 2. the joint (θ, n) moves: the proposals in the empty slots (≥ n) were drawn at this θ and n
         # and never used, so they are the fresh records whose noise fills those slots (an exact Gibbs
@@ -182,10 +182,6 @@ def build_kernel(
         return SizeResult(
             theta, bd.size, bd.records, bd.residuals, bd.log_density, nc, jump_scale, rng_key, info
         )
-
-    def _slots(n, a):
-        """The database's slots at size n, shaped to broadcast against ``a``."""
-        return active_slots(spec, n).reshape((-1,) + (1,) * (jnp.ndim(a) - 1))
 
     def _ridge_statistic(infos, public):
         """``(records, n) -> S``: the release statistics other than n's, of the first n records."""
