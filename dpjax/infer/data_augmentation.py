@@ -357,11 +357,11 @@ class DataAugmentationKernel(PerChainKernel):
         # samplers, as the run will after its warmup
         burn_in = BURN_IN_STAGES * length
 
+        step = da_core.build_kernel(self._core())
+
         def run(states, use_moves):
-            one = partial(
-                self._sample_one, model_args=model_args, model_kwargs=model_kwargs, use_moves=use_moves,
-                num_warmup=burn_in,
-            )  # fmt: skip
+            one = partial(step, model_args=model_args, model_kwargs=model_kwargs, num_warmup=burn_in)
+            one = partial(one, use_moves=use_moves)  # one switch for all the pilot's chains, not vmapped
 
             def body(states, _):
                 states = jax.vmap(one)(states)
@@ -449,9 +449,7 @@ class DataAugmentationKernel(PerChainKernel):
         self._num_moves = resolve_moves(self._noncentred, tr, self._spec, held=held, stacklevel=4)
         self._num_warmup = num_warmup
 
-    def _sample_one(self, state, model_args, model_kwargs, use_moves=None, num_warmup=None):
-        """One iteration (:func:`dpjax.infer.da_core.build_kernel`); the pilot gives its own ``use_moves``
-        switch and ``num_warmup``."""
-        warmup = self._num_warmup if num_warmup is None else num_warmup
+    def _sample_one(self, state, model_args, model_kwargs):
+        """One iteration (:func:`dpjax.infer.da_core.build_kernel`)."""
         step = da_core.build_kernel(self._core())
-        return step(state, model_args, model_kwargs, num_warmup=warmup, use_moves=use_moves)
+        return step(state, model_args, model_kwargs, num_warmup=self._num_warmup)
