@@ -532,3 +532,32 @@ def test_exact_abc_runs_as_vmapped_study_cells_and_matches_the_exact_posterior()
         for replicate in p:
             assert mcse_z_test(replicate, exact)
         assert not mcse_z_test(p[0], exact + 0.03)  # the verdict can fail
+
+
+def test_mcem_runs_as_vmapped_study_cells_and_matches_the_exact_mle():
+    """Issue 87's second study cell: Monte Carlo EM (its pure core, mcem_sampler: the θ-held record chains
+    of the stages and the closed-form M-step in one compiled loop) runs as run_study cells, vmapped over
+    replicates; the replicates' estimates agree with the exact MLE (enumeration over the count) by a t-test,
+    which fails at a wrong value."""
+    from scipy.stats import t as student_t
+    from test_stochastic_em import exact_mle, known_log_lik, known_m_step, known_model
+
+    from dpjax.studies import mcem_cell
+
+    cell = mcem_cell(
+        known_model, lambda key, s: (jnp.asarray(s),), m_step=known_m_step, init_params={"p": 0.5},
+        num_draws=1_000, num_iterations=25,
+    )  # fmt: skip
+    replicates = 4
+    df = run_study(
+        cell, {"s": [6.0, 12.3]}, replicates=replicates, rng_key=jax.random.key(5), progress_bar=False
+    )
+    assert len(df) == 2 * replicates and df["mcem_valid"].all()
+    bound = student_t.ppf(1 - 0.001 / 2, replicates - 1)
+    for s, rows in df.groupby("s"):
+        mle, _ = exact_mle(lambda p: known_log_lik(p, s=s))
+        est = rows["p"].to_numpy()
+        se = est.std(ddof=1) / np.sqrt(replicates)
+        assert abs(est.mean() - mle) <= bound * se, (s, est, mle)
+        assert abs(est.mean() - (mle + 0.03)) > bound * se  # the verdict can fail
+        assert (rows["mcem_change"] < 0.02).all()  # converged to within the Monte Carlo noise

@@ -12,6 +12,7 @@ from .abc import (
 )
 from .birth_death import BirthDeathResult, birth_death
 from .data_augmentation import DAState, DataAugmentationKernel, RoundOffWarning, StickyRecordsWarning
+from .em_core import MCEMSampler, MCEMState, mcem_sampler
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
@@ -47,6 +48,9 @@ __all__ = [
     "ABCState",
     "is_mcem",
     "mcem",
+    "mcem_sampler",
+    "MCEMSampler",
+    "MCEMState",
     "record_sweep",
     "soma_sweep",
     "SomaResult",

@@ -32,10 +32,10 @@ from tqdm.auto import tqdm
 
 from .._validate import positive_int
 from ..primitives import allow_overflow, simulate
+from . import em_core
 from ._compile import avals, compiled, split_args
 from .chains import check_init_params
-from .data_augmentation import DataAugmentationKernel
-from .reversible_jump import ReversibleJumpKernel
+from .em_core import BURN_IN, em_kernel
 from .rules import check_release_reads_records
 from .spec import model_spec
 
@@ -49,7 +49,6 @@ DEFAULT_STAGES = {
     "importance": ((1_000, 100_000, 1_000_000), (1e-3, 1e-4, 1e-5)),
     "mcmc": ((1_000, 4_000, 16_000), (1e-2, 3e-3, 1e-3)),
 }
-BURN_IN = 0.3  # e_step="mcmc": the share of each E-step's chain iterations discarded (the seed's 30 %)
 NOISE_Z = 2.0  # e_step="mcmc": a step within NOISE_Z Monte Carlo s.e. is noise (ends a non-final stage)
 #: warn when EM's rate says θ̂ is further than this many final tolerances from the fixed point (at 10,
 #: mcem(e_step="mcmc") stopped 9 tolerances from the MLE without a word: reliability_t3 C-mcem-mcmc-n25)
@@ -257,32 +256,10 @@ def mcem(
     def build_mcmc_e_step(traced):
         @partial(jax.jit, static_argnums=(2, 3))
         def mcmc_e_step(states, params, burn, keep, dynamic):
-            """``burn`` then ``keep`` iterations of the chains at θ = ``params`` -> (states, draws
-            ``{site: (chains · keep, ...)}`` chain by chain, all chains valid)."""
             a, kw = unpack(traced, dynamic)
-            # a kernel set up from these (traced) arguments, so that a cached compilation never
-            # holds a previous call's mechanisms, statistics or supports; its initial state is unused
             kernel = em_kernel(model, "held", unknown_n=bool(size_sites))
-            kernel.init(random.key(0), 0, params, a, kw)
-            z = {
-                k: jnp.broadcast_to(jnp.asarray(params[k], v.dtype), v.shape) if k in params else v
-                for k, v in states.z.items()
-            }
-            step = lambda state: kernel.sample(state, a, kw)  # one chain: its step and host checks
-
-            def kept(s, _):
-                s = step(s)
-                return s, ({**{k: s.records[k] for k in latent}, **{k: s.z[k] for k in size_sites}}, s.valid)
-
-            def chain(state):
-                state, _ = jax.lax.scan(lambda s, _: (step(s), None), state, None, length=burn)
-                return jax.lax.scan(kept, state, None, length=keep)
-
-            # chains one after another (lax.map, not vmap): under vmap the kernel's capacity check
-            # (a lax.cond around a host callback) would become a select and call the host every iteration
-            states, (draws, valid) = jax.lax.map(chain, states._replace(z=z))
-            draws = jax.tree.map(lambda v: v.reshape((-1,) + v.shape[2:]), draws)
-            return _strongly_typed(states), draws, jnp.all(valid)
+            states, draws, valid = em_core.mcmc_e_step(kernel, roles, states, params, burn, keep, a, kw)
+            return _strongly_typed(states), draws, valid
 
         return mcmc_e_step
 
@@ -512,19 +489,6 @@ def _em_rate(complete, missing):
     half = jax.scipy.linalg.solve_triangular(chol, missing, lower=True)
     sym = jax.scipy.linalg.solve_triangular(chol, half.T, lower=True)
     return jnp.max(jnp.linalg.eigvalsh((sym + sym.T) / 2))
-
-
-def em_kernel(model, theta_update, *, unknown_n: bool, size_moves: int = 100) -> DataAugmentationKernel:
-    """The record chain of an EM variant: a :class:`DataAugmentationKernel` (known n) or a
-    :class:`ReversibleJumpKernel` (unknown n, ``size_moves`` birth/death moves per iteration), with no
-    non-centred moves (they would move θ), whose θ-step is ``theta_update``: ``"held"`` for MCEM's
-    E-step (θ put in ``state.z`` stays there; its prior is not used, it may be improper), the M-step
-    for stochastic EM."""
-    if unknown_n:
-        return ReversibleJumpKernel(
-            model, theta_update=theta_update, size_moves=size_moves, noncentred_moves=0
-        )
-    return DataAugmentationKernel(model, theta_update=theta_update, noncentred_moves=0)
 
 
 def _strongly_typed(tree):

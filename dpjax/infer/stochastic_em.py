@@ -34,7 +34,7 @@ from numpyro.infer.gibbs import prototype_trace
 from .._validate import positive_int
 from ..primitives import allow_overflow
 from .chains import check_init_params
-from .monte_carlo_em import em_kernel
+from .em_core import em_kernel
 from .spec import model_spec
 
 __all__ = ["StochasticEMResult", "m_step_update", "records_at", "stochastic_em"]
