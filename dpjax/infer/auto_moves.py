@@ -18,13 +18,28 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from functools import partial
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import random
+from jax.flatten_util import ravel_pytree
 from numpyro.diagnostics import effective_sample_size
+from numpyro.distributions import biject_to
 
-__all__ = ["BURN_IN_STAGES", "MIN_WARMUP", "MovesPilot", "SPEEDUP_TO_KEEP", "pilot_moves", "pilot_length"]
+from . import da_core
+
+__all__ = [
+    "BURN_IN_STAGES",
+    "MIN_WARMUP",
+    "MovesPilot",
+    "SPEEDUP_TO_KEEP",
+    "pilot",
+    "pilot_length",
+    "pilot_moves",
+]
 
 #: estimated ESS/s of DA + moves over plain DA needed to keep the moves
 SPEEDUP_TO_KEEP = 1.5
@@ -137,3 +152,49 @@ def remembered(key, decide):
     if len(_DECISIONS) > 64:
         _DECISIONS.popitem(last=False)
     return result
+
+
+def pilot(core: da_core.Core, init_params, *, num_warmup: int, model_args, model_kwargs) -> MovesPilot | None:
+    """``noncentred_moves="auto"``: time both variants of the data-augmentation step
+    (:func:`dpjax.infer.da_core.build_kernel` with and without the moves) on a few short chains; None
+    (moves kept) when the warmup is too short for a pilot or the model arguments are traced (under
+    ``jit``/``vmap``). One decision per model, settings and data (:func:`remembered`)."""
+    length = pilot_length(num_warmup)
+    data = fingerprint(model_args, model_kwargs, init_params)
+    if not length or data is None:
+        return None
+    settings = (core.model, core.theta_update, type(core.inner), num_warmup, jnp.result_type(float))
+    spec = core.spec
+
+    def flat_theta(z):
+        return ravel_pytree({k: biject_to(spec.supports[k]).inv(z[k]) for k in spec.theta})[0]
+
+    # its adaptation (inner NUTS, move steps) ends with its burn-in, so the timed stages see tuned
+    # samplers, as the run will after its warmup
+    burn_in = BURN_IN_STAGES * length
+    step = da_core.build_kernel(core)
+
+    def run(states, use_moves):
+        one = partial(step, model_args=model_args, model_kwargs=model_kwargs, num_warmup=burn_in)
+        one = partial(one, use_moves=use_moves)  # one switch for all the pilot's chains, not vmapped
+
+        def body(states, _):
+            states = jax.vmap(one)(states)
+            return states, jax.vmap(flat_theta)(states.z)
+
+        return jax.lax.scan(body, states, None, length=length)
+
+    def start(key, params):
+        return da_core.init(
+            core, key, params, num_warmup=burn_in, model_args=model_args, model_kwargs=model_kwargs
+        )
+
+    def decide():
+        # its own fixed keys: the choice depends on the model, settings and data only, and is
+        # made eagerly even when `init` is traced (chain_method="parallel" runs it under pmap)
+        with jax.ensure_compile_time_eval():
+            keys = random.split(random.key(0), PILOT_CHAINS)
+            starts = jax.jit(jax.vmap(start, in_axes=(0, None)))(keys, init_params)
+            return pilot_moves(jax.jit(run), starts, core.num_moves)
+
+    return remembered((settings, data), decide)

@@ -24,7 +24,7 @@ from .record_step import draw_records, masked, per_record, sweep_density, where_
 from .rules import records_exchangeable
 from .spec import ModelSpec, privatized_infos
 
-__all__ = ["Core", "DAState", "build_kernel", "init", "log_eta", "observed", "statistics"]
+__all__ = ["Core", "DAState", "build_kernel", "init", "log_eta", "observed", "refresh", "statistics"]
 
 
 class DAState(NamedTuple):
@@ -203,6 +203,24 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
         valid=valid,
         rng_key=key_next,
     )
+
+
+def refresh(core: Core, state: DAState, model_args, model_kwargs) -> DAState:
+    """Recompute the statistics of the imputed database (public records come from the model's
+    arguments), the chain's validity at them, and the inner sampler's cached potential and gradient
+    (with the records conditioned): NumPyro 0.22's ``refresh`` for a block of ``numpyro.infer.Gibbs``.
+    Deterministic: θ and the records are kept."""
+    spec = core.spec
+    size = _size(spec, state.z)
+    given = {**{k: state.z[k] for k in spec.theta}, **size}
+    public, releases, active, infos = observed(core, given, state.records, model_args, model_kwargs)
+    stats = statistics(spec, infos, public, state.records, active)
+    stats = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in stats.items()}
+    theta_state = theta_block.refresh(
+        core.inner, state.theta_state, state.records, size, model_args, model_kwargs
+    )
+    valid = state.valid & jnp.isfinite(log_eta(spec, infos, releases, stats))
+    return state._replace(statistics=stats, theta_state=theta_state, valid=valid)
 
 
 def build_kernel(core: Core):

@@ -7,35 +7,20 @@ records with proposals from the model itself and acceptance ratio η(s|T*) / η(
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
-from jax import random
-from jax.flatten_util import ravel_pytree
-from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import prototype_trace
 from numpyro.infer.hmc import HMC
 from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key, concrete
-from ..primitives import (
-    allow_overflow,
-)
+from ..primitives import allow_overflow
 from . import da_core, theta_block
-from .auto_moves import (
-    BURN_IN_STAGES,
-    PILOT_CHAINS,
-    MovesPilot,
-    fingerprint,
-    pilot_length,
-    pilot_moves,
-    remembered,
-)
+from .auto_moves import MovesPilot, pilot
 from .chains import (
     PerChainKernel,
     check_init_params,
@@ -45,48 +30,13 @@ from .chains import (
     report_now,
 )
 from .da_core import DAState
-from .noncentred import (
-    base_distribution,
-    init_nc_state,
-    resolve_moves,
-)
-from .rules import (
-    check_exchangeable,
-    check_records_feed_only_releases,
-    check_release_reads_records,
-)
+from .noncentred import init_nc_state, resolve_moves
+from .record_step import StickyRecordsWarning, report_sticky
+from .rules import check_exchangeable, check_records_feed_only_releases, check_release_reads_records
 from .spec import ModelSpec, model_spec
 from .theta_block import RoundOffWarning
 
 __all__ = ["DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
-
-# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (Both
-# sweeps' move rates leave out offers that change nothing: the plain sweep's proposals equal to their
-# record, SOMA's swaps for a record with the same statistic; so frozen discrete records are flagged too.)
-STICKY_RATE = 1e-3
-
-
-class StickyRecordsWarning(UserWarning):
-    """The record sweep barely moves the imputed records: θ's draws are those of θ | those records."""
-
-
-def _report_sticky(rate):
-    """Host side of the sticky-records check: ``rate`` holds each checked chain's record move rate."""
-    stuck = rate < STICKY_RATE
-    if not stuck.any():
-        return
-    warnings.warn(
-        f"DataAugmentationKernel: {int(stuck.sum())} of {stuck.size} chains accept record moves with mean "
-        f"probability {rate.min():.2g} (the lowest; below {STICKY_RATE:g}): each record is expected to move "
-        "less than once in 1 000 sweeps, so θ's draws are those of θ given nearly fixed records (wherever "
-        "they started). They are the posterior given the release only if those records' statistic matches "
-        "the release within its noise and is sufficient for θ. One record moves the released statistic by "
-        "far more than the noise scale here (a large ε: an ε-DP release bounds the acceptance below by "
-        "e^(−ε) only). Compare chains started at different records (r_hat), or use an approximation built "
-        "for this limit.",
-        StickyRecordsWarning,
-        stacklevel=1,
-    )
 
 
 class DataAugmentationKernel(PerChainKernel):
@@ -224,10 +174,10 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:
-            report_at_end_of_warmup(state.iteration, self._num_warmup, new.record_move_rate, _report_sticky)
+            report_at_end_of_warmup(state.iteration, self._num_warmup, new.record_move_rate, report_sticky)
 
     def check_end(self, state):
-        report_now(state.record_move_rate, _report_sticky)
+        report_now(state.record_move_rate, report_sticky)
 
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"
@@ -264,23 +214,7 @@ class DataAugmentationKernel(PerChainKernel):
         )
 
     def _refresh_one(self, state, model_args, model_kwargs):
-        """Recompute the statistics of the imputed database (public records come from the
-        model's arguments), the chain's validity at them, and the inner sampler's cached potential
-        and gradient (with the records conditioned). Deterministic: θ and the records are kept."""
-        spec = self._spec
-        given = {k: state.z[k] for k in spec.theta + self._spec.size_sites}
-        core = self._core()
-        public, releases, active, infos = da_core.observed(
-            core, given, state.records, model_args, model_kwargs
-        )
-        statistics = da_core.statistics(spec, infos, public, state.records, active)
-        statistics = {n: jnp.asarray(t, jnp.result_type(state.statistics[n])) for n, t in statistics.items()}
-        log_eta = da_core.log_eta(spec, infos, releases, statistics)
-        theta_state = theta_block.refresh(
-            self._inner, state.theta_state, state.records, self._size(state.z), model_args, model_kwargs
-        )
-        valid = state.valid & jnp.isfinite(log_eta)
-        return state._replace(statistics=statistics, theta_state=theta_state, valid=valid)
+        return da_core.refresh(self._core(), state, model_args, model_kwargs)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         check_key(rng_key, batched=True)
@@ -295,14 +229,18 @@ class DataAugmentationKernel(PerChainKernel):
             )
         self._check_size()
         if self._needs_exchangeable():
-            why = "ReversibleJumpKernel (its births)" if self._spec.size else "record_update='soma'"
-            check_exchangeable(self._model, tr, spec, self._capacity(), model_args, model_kwargs, why=why)
+            why = "ReversibleJumpKernel (its births)" if spec.size else "record_update='soma'"
+            capacity = spec.size_bounds[1] if spec.size_sites else None
+            check_exchangeable(self._model, tr, spec, capacity, model_args, model_kwargs, why=why)
         self._check_model(tr)
         self._resolve_noncentred(tr, num_warmup)
-        spec = self._spec
-        sites = spec.theta + spec.latent_records + self._spec.size_sites
-        check_init_params(init_params, spec.supports, allowed=sites)
-        init_one = partial(self._init_one, model_args=model_args, model_kwargs=model_kwargs)
+        check_init_params(
+            init_params, spec.supports, allowed=spec.theta + spec.latent_records + spec.size_sites
+        )
+        core = self._core()
+        init_one = partial(
+            da_core.init, core, num_warmup=num_warmup, model_args=model_args, model_kwargs=model_kwargs
+        )
         state = self._start(rng_key, init_one, init_params)
         if concrete(state.valid) and not np.all(state.valid):
             raise ValueError(
@@ -312,14 +250,16 @@ class DataAugmentationKernel(PerChainKernel):
             )
         if concrete(state.iteration):  # eager init only: under jit/vmap (a study's cells) θ is traced
             first = jax.tree.map(lambda v: v[0], state) if state.iteration.ndim else state
-            size = self._size(first.z)
+            size = {k: first.z[k] for k in spec.size_sites}
             theta_block.check_round_off(
                 self._inner, first.theta_state, first.records, size, model_args, model_kwargs
             )
-        if self._noncentred == "auto" and self._num_moves and not self._spec.size_sites:
+        if self._noncentred == "auto" and self._num_moves and not spec.size_sites:
             if init_params is not None and not is_prng_key(rng_key):  # one chain's, for the pilot's chains
                 init_params = jax.tree.map(lambda v: v[0], init_params)
-            self.moves_pilot = self._pilot(init_one, init_params, model_args, model_kwargs)
+            self.moves_pilot = pilot(
+                core, init_params, num_warmup=num_warmup, model_args=model_args, model_kwargs=model_kwargs
+            )
             if self.moves_pilot is not None and not self.moves_pilot.num_moves:
                 self._num_moves = 0
                 state = state._replace(nc=(), nc_step_size=jnp.zeros_like(state.nc_step_size))
@@ -329,56 +269,6 @@ class DataAugmentationKernel(PerChainKernel):
     def _needs_exchangeable(self) -> bool:
         """Whether records are drawn for one slot and used in another: births, SOMA's offers."""
         return bool(self._spec.size_sites) or self._record_update == "soma"
-
-    def _capacity(self):
-        """The records plate's capacity with an unknown n, else None."""
-        return self._spec.size_bounds[1] if self._spec.size_sites else None
-
-    def _pilot(self, init_one, init_params, model_args, model_kwargs) -> MovesPilot | None:
-        """``noncentred_moves="auto"``: time both variants on a few short chains (see
-        :mod:`dpjax.infer.auto_moves`); None (moves kept) when the warmup is too short for a
-        pilot or the model arguments are traced (under ``jit``/``vmap``)."""
-        length = pilot_length(self._num_warmup)
-        data = fingerprint(model_args, model_kwargs, init_params)
-        if not length or data is None:
-            return None
-        settings = (
-            self._model,
-            self._theta_update,
-            type(self._inner),
-            self._num_warmup,
-            jnp.result_type(float),
-        )
-
-        def flat_theta(z):
-            return ravel_pytree({k: biject_to(self._spec.supports[k]).inv(z[k]) for k in self._spec.theta})[0]
-
-        # its adaptation (inner NUTS, move steps) ends with its burn-in, so the timed stages see tuned
-        # samplers, as the run will after its warmup
-        burn_in = BURN_IN_STAGES * length
-
-        step = da_core.build_kernel(self._core())
-
-        def run(states, use_moves):
-            one = partial(step, model_args=model_args, model_kwargs=model_kwargs, num_warmup=burn_in)
-            one = partial(one, use_moves=use_moves)  # one switch for all the pilot's chains, not vmapped
-
-            def body(states, _):
-                states = jax.vmap(one)(states)
-                return states, jax.vmap(flat_theta)(states.z)
-
-            return jax.lax.scan(body, states, None, length=length)
-
-        def decide():
-            # its own fixed keys: the choice depends on the model, settings and data only, and is
-            # made eagerly even when `init` is traced (chain_method="parallel" runs it under pmap)
-            with jax.ensure_compile_time_eval():
-                keys = random.split(random.key(0), PILOT_CHAINS)
-                start = partial(init_one, num_warmup=burn_in)
-                starts = jax.jit(jax.vmap(start, in_axes=(0, None)))(keys, init_params)
-                return pilot_moves(jax.jit(run), starts, self._num_moves)
-
-        return remembered((settings, data), decide)
 
     def _core(self) -> da_core.Core:
         """The static settings of the composed iteration (:mod:`~dpjax.infer.da_core`)."""
@@ -395,20 +285,9 @@ class DataAugmentationKernel(PerChainKernel):
             exchangeable=self._needs_exchangeable(),
         )
 
-    def _size(self, z):
-        """``{n's site: n}`` with an unknown n, else ``{}``."""
-        return {k: z[k] for k in self._spec.size_sites}
-
     def _size_kernel(self):
         """The size step of an unknown n (:mod:`~dpjax.infer.size_step`; ReversibleJumpKernel), else None."""
         return None
-
-    def _init_one(self, rng_key, init_params, *, model_args, model_kwargs, num_warmup=None):
-        warmup = self._num_warmup if num_warmup is None else num_warmup
-        core = self._core()
-        return da_core.init(
-            core, rng_key, init_params, num_warmup=warmup, model_args=model_args, model_kwargs=model_kwargs
-        )
 
     def _check_size(self):
         """An unknown n (a latent site sizing the records plate) needs the size moves of
@@ -423,23 +302,7 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _check_model(self, tr):
         """Host-side checks that would otherwise give silently wrong draws."""
-        spec = self._spec
-        improper = [k for k in spec.theta if isinstance(base_distribution(tr[k]["fn"]), dist.ImproperUniform)]
-        # θ held (theta_update="held", the MCEM E-step): θ's prior is never used, so it may be improper
-        if improper and self._theta_update != "held":
-            raise ValueError(
-                f"DataAugmentationKernel needs a proper prior; sites {improper} are improper. The likelihood "
-                "of a noisy release is bounded below, so an improper prior can give an improper posterior."
-            )
-        discrete = [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
-        if discrete and self._inner is not None:
-            raise ValueError(
-                f"θ sites {discrete} are discrete, which NUTS/HMC cannot update: pass "
-                "`theta_update=` (an exact conditional draw of θ given the records), or use "
-                "dpjax.infer.exact_abc."
-            )
-        if self._theta_update is not None and concrete([s["value"] for s in tr.values() if "value" in s]):
-            theta_block.check_draw_in_support(self._theta_update, tr, spec)
+        theta_block.check_model(tr, self._spec, inner=self._inner, update=self._theta_update)
 
     def _init_nc(self, theta):
         return init_nc_state(theta, self._spec.supports)

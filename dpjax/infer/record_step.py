@@ -9,6 +9,7 @@ residuals, densities, active) -> (records, RecordInfo)``: ``"sweep"`` offers pro
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -20,11 +21,14 @@ from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
 
 __all__ = [
+    "STICKY_RATE",
     "RecordInfo",
+    "StickyRecordsWarning",
     "build_kernel",
     "draw_records",
     "masked",
     "per_record",
+    "report_sticky",
     "sweep_density",
     "where_records",
 ]
@@ -107,3 +111,32 @@ def build_kernel(update: str = "sweep", discrete_records: bool = False):
         return new, RecordInfo(result.accepted, result.residuals, result.log_density, accept_rate, move_rate)
 
     return soma if update == "soma" else sweep
+
+
+# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (Both
+# sweeps' move rates leave out offers that change nothing: the plain sweep's proposals equal to their
+# record, SOMA's swaps for a record with the same statistic; so frozen discrete records are flagged too.)
+STICKY_RATE = 1e-3
+
+
+class StickyRecordsWarning(UserWarning):
+    """The record sweep barely moves the imputed records: θ's draws are those of θ | those records."""
+
+
+def report_sticky(rate):
+    """Host side of the sticky-records check: ``rate`` holds each checked chain's record move rate."""
+    stuck = rate < STICKY_RATE
+    if not stuck.any():
+        return
+    warnings.warn(
+        f"DataAugmentationKernel: {int(stuck.sum())} of {stuck.size} chains accept record moves with mean "
+        f"probability {rate.min():.2g} (the lowest; below {STICKY_RATE:g}): each record is expected to move "
+        "less than once in 1 000 sweeps, so θ's draws are those of θ given nearly fixed records (wherever "
+        "they started). They are the posterior given the release only if those records' statistic matches "
+        "the release within its noise and is sufficient for θ. One record moves the released statistic by "
+        "far more than the noise scale here (a large ε: an ε-DP release bounds the acceptance below by "
+        "e^(−ε) only). Compare chains started at different records (r_hat), or use an approximation built "
+        "for this limit.",
+        StickyRecordsWarning,
+        stacklevel=1,
+    )

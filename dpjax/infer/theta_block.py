@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as dist
 from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro.distributions import biject_to
@@ -32,11 +33,13 @@ from numpyro.infer.gibbs import conditioned, with_conditioning
 from numpyro.infer.initialization import init_to_value
 from numpyro.infer.util import potential_energy
 
-from .noncentred import MaskReleases
+from ..mechanisms.base import concrete
+from .noncentred import MaskReleases, base_distribution
 
 __all__ = [
     "RoundOffWarning",
     "ThetaInfo",
+    "check_model",
     "check_round_off",
     "build_kernel",
     "check_draw_in_support",
@@ -125,6 +128,27 @@ def exact_draw(update: Callable | str, theta_sites):
     if update == "held":
         return lambda rng_key, records, params: {k: params[k] for k in theta_sites}
     return update
+
+
+def check_model(tr, spec, *, inner, update):
+    """The θ block's rules, on the host before any draws: a proper prior (except with θ held: MCEM's
+    E-step never uses it), no discrete θ under NUTS/HMC, and an exact update whose draw lies in θ's
+    support (called once at the prototype trace when its values are concrete)."""
+    improper = [k for k in spec.theta if isinstance(base_distribution(tr[k]["fn"]), dist.ImproperUniform)]
+    if improper and update != "held":
+        raise ValueError(
+            f"DataAugmentationKernel needs a proper prior; sites {improper} are improper. The likelihood "
+            "of a noisy release is bounded below, so an improper prior can give an improper posterior."
+        )
+    discrete = [k for k in spec.theta if tr[k]["fn"].support.is_discrete]
+    if discrete and inner is not None:
+        raise ValueError(
+            f"θ sites {discrete} are discrete, which NUTS/HMC cannot update: pass "
+            "`theta_update=` (an exact conditional draw of θ given the records), or use "
+            "dpjax.infer.exact_abc."
+        )
+    if update is not None and concrete([s["value"] for s in tr.values() if "value" in s]):
+        check_draw_in_support(update, tr, spec)
 
 
 def check_draw_in_support(update, tr, spec):
