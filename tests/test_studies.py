@@ -555,7 +555,7 @@ def test_mcem_runs_as_vmapped_study_cells_and_matches_the_exact_mle():
     assert len(df) == 2 * replicates and df["mcem_valid"].all()
     bound = student_t.ppf(1 - 0.001 / 2, replicates - 1)
     for s, rows in df.groupby("s"):
-        mle, _ = exact_mle(lambda p: known_log_lik(p, s=s))
+        mle, _ = exact_mle(lambda p, s=s: known_log_lik(p, s=s))
         est = rows["p"].to_numpy()
         se = est.std(ddof=1) / np.sqrt(replicates)
         assert abs(est.mean() - mle) <= bound * se, (s, est, mle)

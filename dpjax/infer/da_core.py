@@ -275,7 +275,10 @@ def build_kernel(core: Core):
         )
         stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
         if core.size_kernel is not None:  # unknown n: size jumps, joint (θ, n) moves, births and deaths
-            t_now = tuple(where_records(result.accepted, w, o) for o, w in zip(t_old, t_new))
+            if result.accepted is None:  # SOMA put proposals in any slot: the statistics of the records now
+                t_now = per_record(infos, {**public, **records}, active)
+            else:
+                t_now = tuple(where_records(result.accepted, w, o) for o, w in zip(t_old, t_new))
             moved = core.size_kernel(
                 key_next, key_nc, state.iteration, theta, size[spec.size], records, proposals, t_now, t_fresh,
                 residuals, log_density, densities, releases, public, infos, nc, nc_rate, state.jump_scale,

@@ -113,6 +113,8 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the
         current n (it returns θ only), and ``records`` the whole buffer, of which the first n
         slots are the data.
+    :param record_update: as for :class:`DataAugmentationKernel` (``"sweep"`` or ``"soma"``); with
+        ``"soma"`` the first n proposals are offered to the n active records.
 
     The chain starts at the noisy n (rounded into n's support) unless ``init_params`` gives n.
     Births beyond the capacity are refused; if n's prior allows more, a
@@ -154,6 +156,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         hold_size: int | None = None,
         ridge_moves: int = 0,
         store_records: bool = False,
+        record_update: str = "sweep",
     ):
         size_moves = positive_int(size_moves, "size_moves")
         size_jumps = positive_int(size_jumps, "size_jumps", minimum=0)
@@ -165,6 +168,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             theta_update=theta_update,
             noncentred_moves=noncentred_moves,
             store_records=store_records,
+            record_update=record_update,
         )
         self._size_moves = int(size_moves)
         self._size_jumps = int(size_jumps)
@@ -179,6 +183,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             noncentred_moves=self._noncentred,
             hold_size=self._hold_size,
             ridge_moves=self._ridge_moves,
+            record_update=self._record_update,
         )
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
