@@ -296,16 +296,16 @@ def test_no_capacity_warning_where_only_a_proposal_passes_the_capacity():
 def test_capacity_reached_warns_once_per_replicate_from_a_vmapped_run_chain(monkeypatch):
     """Studies vmap run_chain over replicates: the check runs on the final state (one host call per
     replicate, not one per replicate per iteration, which doubled a study's cost), and still warns."""
-    import dpjax.infer.reversible_jump as rj
+    import dpjax.infer.size_step as size_step
     from dpjax.infer import run_chain
 
-    original, calls = rj._warn_blocked, []
+    original, calls = size_step.warn_blocked, []
 
     def counted(blocked, capacity):
         calls.append(blocked)
         original(blocked, capacity)
 
-    monkeypatch.setattr(rj, "_warn_blocked", counted)
+    monkeypatch.setattr(size_step, "warn_blocked", counted)
     model = lambda: size_model(40, 30.0, 60.0, LAPLACE, LAPLACE, dist.DiscreteUniform(1, 200))
     kernel = ReversibleJumpKernel(model, theta_update=beta_update)
     run = lambda k: run_chain(kernel, k, num_warmup=50, num_samples=100, collect=lambda s: s.capacity_blocked)

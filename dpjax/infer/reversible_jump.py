@@ -6,51 +6,20 @@ over the active records of a :func:`dpjax.records_plate`, then the birth/death m
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from numpyro.distributions import biject_to
 from numpyro.infer.hmc import HMC
 
 from .._validate import positive_int
 from . import size_step
 from .data_augmentation import DataAugmentationKernel
 from .joint_size_moves import init_joint_state
+from .size_step import CapacityWarning
 
 __all__ = ["CapacityWarning", "ReversibleJumpKernel"]
-
-
-class CapacityWarning(UserWarning):
-    """The unknown-n chain reached the capacity of its records plate while n's prior allows more."""
-
-
-def _warn_blocked(blocked, capacity):
-    if np.any(np.asarray(blocked) > 0):
-        warnings.warn(
-            f"The chain proposed n beyond the records plate's capacity {capacity}, which n's prior "
-            f"allows: the draws are from the posterior truncated at n ≤ {capacity}, not the posterior. "
-            f"Rebuild the model with a larger capacity (e.g. {2 * capacity}) or a prior of n bounded by "
-            "the capacity; `capacity_blocked` counts the refused births.",
-            CapacityWarning,
-            stacklevel=2,
-        )
-
-
-def _warn_when_blocked(blocked, capacity):
-    """Never truncate silently: a host warning (from inside the compiled chain) when a birth was
-    refused at the capacity. Called on all chains at once, the callback runs only then; under a
-    user's ``vmap`` ``cond`` becomes ``select``, and the host check above decides (``run_chain``
-    checks once, at the end: ``check_end``)."""
-    jax.lax.cond(
-        blocked > 0,
-        lambda b: jax.debug.callback(partial(_warn_blocked, capacity=capacity), b),
-        lambda b: None,
-        blocked,
-    )
 
 
 class ReversibleJumpKernel(DataAugmentationKernel):
@@ -203,33 +172,19 @@ class ReversibleJumpKernel(DataAugmentationKernel):
 
     def _check_model(self, tr):
         super()._check_model(tr)
-        if not self._ridge_moves:
-            return
-        discrete = [k for k in self._spec.latent_records if tr[k]["fn"].support.is_discrete]
-        if discrete:
-            raise ValueError(
-                f"`ridge_moves` solve for θ at each proposed n, so the release statistics must vary smoothly "
-                f"with θ; the record sites {discrete} are discrete. Use `noncentred_moves` alone."
-            )
-        dim_theta = sum(
-            np.size(biject_to(self._spec.supports[k]).inv(tr[k]["value"])) for k in self._spec.theta
-        )
-        kept = [n for i, (n, _) in enumerate(self._spec.privatized) if i != self._spec.size_release]
-        dim_s = sum(np.size(tr[n]["value"]) for n in kept)
-        if dim_s != dim_theta:
-            raise ValueError(
-                f"`ridge_moves` keep the release statistics {kept} ({dim_s} numbers) fixed while θ "
-                f"({dim_theta} unconstrained numbers) follows n, so the two must have the same size."
-            )
+        size_step.check_ridge(tr, self._spec, self._ridge_moves)
 
     def _check_step(self, state, new):
         super()._check_step(state, new)
         # after the vmap over chains, so the host is called only when a birth was refused
-        _warn_when_blocked(jnp.sum(new.capacity_blocked - state.capacity_blocked), self._spec.size_bounds[1])
+        size_step.warn_when_blocked(
+            jnp.sum(new.capacity_blocked - state.capacity_blocked), self._spec.size_bounds[1]
+        )
 
     def check_end(self, state):
         super().check_end(state)
-        jax.debug.callback(partial(_warn_blocked, capacity=self._spec.size_bounds[1]), state.capacity_blocked)
+        capacity = self._spec.size_bounds[1]
+        jax.debug.callback(partial(size_step.warn_blocked, capacity=capacity), state.capacity_blocked)
 
     def _init_nc(self, theta):
         return init_joint_state(theta, self._spec.supports)

@@ -17,12 +17,16 @@ Every move is held off for the first ``held_for`` iterations (n stays at its sta
 
 from __future__ import annotations
 
+import warnings
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import random
 from numpyro import handlers
+from numpyro.distributions import biject_to
 
 from ..primitives import INFER_KEY, allow_overflow
 from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
@@ -30,7 +34,68 @@ from .joint_size_moves import joint_size_moves
 from .record_step import draw_records, masked, per_record, where_records
 from .spec import ModelSpec
 
-__all__ = ["SizeInfo", "SizeResult", "active_slots", "build_kernel", "initial_jump_scale", "near_capacity"]
+__all__ = [
+    "CapacityWarning",
+    "SizeInfo",
+    "SizeResult",
+    "active_slots",
+    "build_kernel",
+    "check_ridge",
+    "initial_jump_scale",
+    "near_capacity",
+    "warn_blocked",
+    "warn_when_blocked",
+]
+
+
+class CapacityWarning(UserWarning):
+    """The unknown-n chain reached the capacity of its records plate while n's prior allows more."""
+
+
+def warn_blocked(blocked, capacity):
+    if np.any(np.asarray(blocked) > 0):
+        warnings.warn(
+            f"The chain proposed n beyond the records plate's capacity {capacity}, which n's prior "
+            f"allows: the draws are from the posterior truncated at n ≤ {capacity}, not the posterior. "
+            f"Rebuild the model with a larger capacity (e.g. {2 * capacity}) or a prior of n bounded by "
+            "the capacity; `capacity_blocked` counts the refused births.",
+            CapacityWarning,
+            stacklevel=2,
+        )
+
+
+def warn_when_blocked(blocked, capacity):
+    """Never truncate silently: a host warning (from inside the compiled chain) when a birth was
+    refused at the capacity. Called on all chains at once, the callback runs only then; under a
+    user's ``vmap`` ``cond`` becomes ``select``, and the host check above decides (``run_chain``
+    checks once, at the end: ``check_end``)."""
+    jax.lax.cond(
+        blocked > 0,
+        lambda b: jax.debug.callback(partial(warn_blocked, capacity=capacity), b),
+        lambda b: None,
+        blocked,
+    )
+
+
+def check_ridge(tr, spec: ModelSpec, ridge_moves: int):
+    """The ridge moves' rules, on the host before any draws: continuous records, and as many release
+    statistics (other than n's) as unconstrained θ entries (they solve for θ at each proposed n)."""
+    if not ridge_moves:
+        return
+    discrete = [k for k in spec.latent_records if tr[k]["fn"].support.is_discrete]
+    if discrete:
+        raise ValueError(
+            f"`ridge_moves` solve for θ at each proposed n, so the release statistics must vary smoothly "
+            f"with θ; the record sites {discrete} are discrete. Use `noncentred_moves` alone."
+        )
+    dim_theta = sum(np.size(biject_to(spec.supports[k]).inv(tr[k]["value"])) for k in spec.theta)
+    kept = [n for i, (n, _) in enumerate(spec.privatized) if i != spec.size_release]
+    dim_s = sum(np.size(tr[n]["value"]) for n in kept)
+    if dim_s != dim_theta:
+        raise ValueError(
+            f"`ridge_moves` keep the release statistics {kept} ({dim_s} numbers) fixed while θ "
+            f"({dim_theta} unconstrained numbers) follows n, so the two must have the same size."
+        )
 
 
 class SizeInfo(NamedTuple):
