@@ -18,8 +18,7 @@ from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 
 from ..primitives import INFER_KEY, allow_overflow, integer_statistics
-from . import record_step, size_step, theta_block
-from .noncentred import noncentred_moves
+from . import noncentred, record_step, size_step, theta_block
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
 from .rules import records_exchangeable
 from .spec import ModelSpec, privatized_infos
@@ -230,17 +229,17 @@ def build_kernel(core: Core):
     spec = core.spec
     theta_kernel = theta_block.build_kernel(spec.theta, inner=core.inner, update=core.theta_update)
     sweep = record_step.build_kernel(core.record_update, spec.discrete_records)
+    nc_kernel = noncentred.build_kernel(core.model, spec.supports, core.num_moves)
 
     def moves(
         key, nc, public, active, infos, log_density, learn, model_args, model_kwargs, theta, records, ts
     ):
         """The non-centred θ-moves, then the statistics and the inner sampler's θ brought along."""
-        theta, records, nc, rate = noncentred_moves(
-            key, nc, theta, records, log_density, model=core.model, supports=spec.supports,
-            num_moves=core.num_moves, learn=learn, model_args=model_args, model_kwargs=model_kwargs,
-        )  # fmt: skip
+        theta, records, nc, info = nc_kernel(
+            key, nc, theta, records, log_density, learn, model_args, model_kwargs
+        )
         stats = statistics(spec, infos, public, records, active)
-        return theta, records, nc, rate, stats, theta_block.point_at(theta, ts, spec.supports)
+        return theta, records, nc, info.accept_rate, stats, theta_block.point_at(theta, ts, spec.supports)
 
     def step(state, model_args, model_kwargs, *, num_warmup, use_moves=None):
         key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)

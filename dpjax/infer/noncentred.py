@@ -73,7 +73,8 @@ __all__ = [
     "init_nc_state",
     "noise_of",
     "noise_supported",
-    "noncentred_moves",
+    "MovesInfo",
+    "build_kernel",
     "resolve_moves",
     "representable",
     "AUTO_POISSON_RATE",
@@ -411,51 +412,49 @@ def unconstrained_target(model, noise, dtypes, supports, theta, model_args, mode
     return flat, log_density
 
 
-def noncentred_moves(
-    rng_key,
-    nc: RWState,
-    theta,
-    records,
-    log_eta,
-    *,
-    model,
-    supports,
-    num_moves,
-    learn,
-    model_args,
-    model_kwargs,
-):
-    """``num_moves`` random-walk Metropolis moves of θ with the record noise u held fixed; their
-    proposal adapts where ``learn`` (the warmup).
+class MovesInfo(NamedTuple):
+    """- **accept_rate** – mean acceptance probability of this iteration's non-centred θ-moves."""
 
-    ``log_eta``: log η(s | T) of the current records (the record sweep's), added to the start's
-    release-free log target.
+    accept_rate: jax.Array
 
-    Returns ``(theta, records, nc_state, accept_rate)``; records are g(θ_new, u) (the current
-    records when every move is rejected).
-    """
-    key_u, key_moves = random.split(rng_key)
-    noise = noise_of(key_u, model, theta, records, model_args, model_kwargs)
-    dtypes = {k: v.dtype for k, v in records.items()}
-    flat, log_density = unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs)
-    propose = proposer(nc)
 
-    def move(carry, key):
-        flat, lp, theta, recs = carry
-        k1, k2 = random.split(key)
-        prop = propose(k1, flat)
-        lp_new, theta_new, recs_new = log_density(prop)
-        # no move from outside the exact region (lp = -inf): its noise u would be inexact
-        carry, info = accept(k2, lp_new - lp, (prop, lp_new, theta_new, recs_new), carry, jnp.isfinite(lp))
-        return carry, info.accept_prob
+def build_kernel(model, supports, num_moves: int):
+    """The non-centred θ-moves as a stage: ``kernel(rng_key, state, theta, records, log_eta, learn,
+    model_args, model_kwargs) -> (theta, records, state, MovesInfo)``, ``num_moves`` random-walk
+    Metropolis moves of θ with the record noise u held fixed (x = g(θ, u)), ``state`` the
+    :class:`~dpjax.infer.mh.RWState` of their proposal (:func:`init_nc_state`), adapted where ``learn``
+    (the warmup). ``log_eta``: log η(s | T) of the current records (the record sweep's), added to the
+    start's release-free log target. The records returned are g(θ_new, u) (the current records when
+    every move is rejected)."""
 
-    lp0 = log_density(flat, releases=False)[0] + log_eta
-    (flat, _, theta, records), probs = jax.lax.scan(
-        move, (flat, lp0, theta, records), random.split(key_moves, num_moves)
-    )
-    rate = jnp.mean(probs)
-    new = adapt(nc, flat, rate, TARGET_ACCEPT, learn)
-    return theta, records, new, rate
+    def kernel(rng_key, state: RWState, theta, records, log_eta, learn, model_args, model_kwargs):
+        key_u, key_moves = random.split(rng_key)
+        noise = noise_of(key_u, model, theta, records, model_args, model_kwargs)
+        dtypes = {k: v.dtype for k, v in records.items()}
+        flat, log_density = unconstrained_target(
+            model, noise, dtypes, supports, theta, model_args, model_kwargs
+        )
+        propose = proposer(state)
+
+        def move(carry, key):
+            flat, lp, theta, recs = carry
+            k1, k2 = random.split(key)
+            prop = propose(k1, flat)
+            lp_new, theta_new, recs_new = log_density(prop)
+            # no move from outside the exact region (lp = -inf): its noise u would be inexact
+            carry, info = accept(
+                k2, lp_new - lp, (prop, lp_new, theta_new, recs_new), carry, jnp.isfinite(lp)
+            )
+            return carry, info.accept_prob
+
+        lp0 = log_density(flat, releases=False)[0] + log_eta
+        (flat, _, theta, records), probs = jax.lax.scan(
+            move, (flat, lp0, theta, records), random.split(key_moves, num_moves)
+        )
+        rate = jnp.mean(probs)
+        return theta, records, adapt(state, flat, rate, TARGET_ACCEPT, learn), MovesInfo(rate)
+
+    return kernel
 
 
 def init_nc_state(theta, supports) -> RWState:
