@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
@@ -27,8 +28,17 @@ from ..primitives import simulate
 from .abc import prior_spec
 from .chains import PerChainKernel, check_init_params, records_hidden, report_at_end_of_warmup, report_now
 from .mh import RWState, accept, adapt, init_rw, proposer
+from .spec import ModelSpec
 
-__all__ = ["PMState", "PseudoMarginalABC", "PseudoMarginalWarning"]
+__all__ = [
+    "PMCore",
+    "PMState",
+    "PseudoMarginalABC",
+    "PseudoMarginalWarning",
+    "build_kernel",
+    "init",
+    "refresh",
+]
 
 # Sherlock et al. (2015): with a noisy likelihood the optimal random-walk acceptance is ~0.07–0.15
 TARGET_ACCEPT = 0.15
@@ -124,6 +134,179 @@ def _report_check(sd, num_simulations):
     )
 
 
+class PMCore(NamedTuple):
+    """The static settings of one pseudo-marginal chain (built once, at the kernel's ``init``): the model,
+    its :class:`~dpjax.infer.spec.ModelSpec`, ``num_simulations`` per likelihood estimate, ``unravel``
+    (flat unconstrained θ → its sites, ``ravel_pytree``'s) and whether the state's ``z`` holds the
+    selected simulation's records (as a block of ``numpyro.infer.Gibbs``)."""
+
+    model: Callable
+    spec: ModelSpec
+    num_simulations: int
+    unravel: Callable
+    store_records: bool = False
+
+
+def _latent(core):
+    """The simulated records kept: only as a block of numpyro.infer.Gibbs (see `refresh`); standalone,
+    carrying n records per chain would be pure cost."""
+    return core.spec.latent_records if core.store_records else ()
+
+
+def _transforms(core):
+    return {k: biject_to(core.spec.supports[k]) for k in core.spec.theta}
+
+
+def _weigh(core, key, theta, args, kwargs, records=None):
+    """One simulation at θ (or the given records): its log weight, log p(θ) and its records."""
+    data = theta if records is None else {**theta, **records}
+    releases = [n for n, _ in core.spec.privatized]
+    tr, log_eta = simulate(key, core.model, releases, args, kwargs, data=data)
+    log_p = lambda sites: sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in sites)
+    # public data may depend on the simulated records: their density joins the weight
+    return (
+        log_eta + log_p(core.spec.observed),
+        log_p(core.spec.theta),
+        {k: tr[k]["value"] for k in _latent(core)},
+    )
+
+
+def _estimate(core, key, theta, args, kwargs, num=None):
+    """log p(θ) terms, the per-simulation log weights log η(s_dp | T_j) (+ public data) and the
+    simulated records (along axis 0)."""
+    one = partial(_weigh, core, theta=theta, args=args, kwargs=kwargs)
+    log_w, log_prior, records = jax.vmap(one)(random.split(key, num or core.num_simulations))
+    return log_prior[0], log_w, records  # log p(θ): the same in all
+
+
+def _conditional_estimate(core, key, theta, records, args, kwargs):
+    """log p(θ) and log weights of ``records`` (first) and of m − 1 fresh simulations at θ."""
+    key_kept, key_fresh = random.split(key)  # (the kept simulation has nothing left to draw)
+    log_w0, log_prior, _ = _weigh(core, key_kept, theta, args, kwargs, records=records)
+    if core.num_simulations == 1:
+        return log_prior, log_w0[None]
+    _, log_w, _ = _estimate(core, key_fresh, theta, args, kwargs, num=core.num_simulations - 1)
+    return log_prior, jnp.concatenate([log_w0[None], log_w])
+
+
+def _select(key, log_w, records):
+    """One simulated database, drawn with probability ∝ its weight (the first if all are 0)."""
+    j = random.categorical(key, jnp.where(jnp.all(log_w == -jnp.inf), 0.0, log_w))
+    return {k: v[j] for k, v in records.items()}
+
+
+def _z(core, theta, records):
+    return {**theta, **records} if core.store_records else dict(theta)
+
+
+def _unravel(core, flat):
+    phi = core.unravel(flat)
+    transforms = _transforms(core)
+    theta = {k: transforms[k](v) for k, v in phi.items()}
+    log_jac = sum(jnp.sum(transforms[k].log_abs_det_jacobian(phi[k], theta[k])) for k in phi)
+    return theta, log_jac
+
+
+def init(core: PMCore, rng_key, init_params, args, kwargs) -> PMState:
+    """One chain's start: θ from ``init_params`` (constrained) or a prior draw, its likelihood estimate,
+    and a simulated database drawn ∝ its weight (or the records given in ``init_params``, kept)."""
+    key_init, key_est, key_state = random.split(rng_key, 3)
+    if init_params is None:  # a prior draw
+        tr, _ = simulate(key_init, core.model, [n for n, _ in core.spec.privatized], args, kwargs)
+        init_params = {k: tr[k]["value"] for k in core.spec.theta}
+    transforms = _transforms(core)
+    phi = {k: transforms[k].inv(jnp.asarray(init_params[k])) for k in core.spec.theta}
+    flat, _ = ravel_pytree(phi)
+    theta, log_jac = _unravel(core, flat)
+    log_prior, log_w, sims = _estimate(core, key_est, theta, args, kwargs)
+    latent = _latent(core)
+    if latent and all(k in init_params for k in latent):  # given records: kept, as in refresh
+        records = {k: jnp.asarray(init_params[k], sims[k].dtype) for k in latent}
+        log_prior, log_w = _conditional_estimate(core, key_est, theta, records, args, kwargs)
+    else:
+        records = _select(random.fold_in(key_est, 1), log_w, sims)
+    log_lik = logsumexp(log_w) - jnp.log(core.num_simulations)
+    scalar = jnp.zeros_like(log_lik)
+    return PMState(
+        _z(core, theta, records), flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
+        jnp.array(1.0), jnp.array(1.0), jnp.array(0), init_rw(flat.shape[0], flat.dtype, 0.5),
+        scalar - jnp.inf, scalar - jnp.inf, scalar, records,
+        key_state,
+    )  # fmt: skip
+
+
+def build_kernel(core: PMCore, num_warmup: int):
+    """``step(state, args, kwargs) -> PMState``: one pseudo-marginal Metropolis move of (θ, the selected
+    simulation); the random walk adapts, and the warmup check pools its simulations, in the first
+    ``num_warmup`` iterations."""
+    m = core.num_simulations
+
+    def step(state, args, kwargs):
+        key, k_prop, k_est, k_acc = random.split(state.rng_key, 4)
+        prop = proposer(state.rw)(k_prop, state.flat)
+        theta, log_jac = _unravel(core, prop)
+        log_prior, log_w, sims = _estimate(core, k_est, theta, args, kwargs)
+        # (θ', the selected simulation) goes with the proposal: an MH move on the extended target
+        records = _select(random.fold_in(k_est, 1), log_w, sims)
+        log_lik = logsumexp(log_w) - jnp.log(m)
+        log_alpha = log_prior + log_jac + log_lik - state.log_prior - state.log_lik
+        proposal = (records, theta, prop, log_prior + log_jac, log_lik, _log_lik_sd(log_w))
+        theta_now = {k: state.z[k] for k in core.spec.theta}
+        current = (state.records, theta_now, state.flat, state.log_prior, state.log_lik, state.log_lik_sd)
+        (records, theta, flat, log_prior, log_lik, log_lik_sd), info = accept(
+            k_acc, log_alpha, proposal, current
+        )
+        rate = info.accept_prob
+        # running mean of the acceptance probability, restarted when sampling begins
+        n_mean = jnp.where(state.i < num_warmup, state.i, state.i - num_warmup) + 1.0
+        mean_rate = state.mean_accept_prob + (rate - state.mean_accept_prob) / n_mean
+        # pool the proposals' simulations over the last CHECK_STEPS warmup steps
+        pool = (state.i >= num_warmup - CHECK_STEPS) & (state.i < num_warmup)
+        s1 = jnp.where(pool, jnp.logaddexp(state.check_log_s1, logsumexp(log_w)), state.check_log_s1)
+        s2 = jnp.where(pool, jnp.logaddexp(state.check_log_s2, logsumexp(2 * log_w)), state.check_log_s2)
+        n = state.check_n + jnp.where(pool, m, 0)
+        pooled = _pooled_sd(s1, s2, n, m)
+        return state._replace(
+            z=_z(core, theta, records),
+            records=records,
+            flat=flat,
+            log_prior=log_prior,
+            log_lik=log_lik,
+            log_lik_sd=log_lik_sd,
+            warmup_log_lik_sd=jnp.where(pool, pooled, state.warmup_log_lik_sd),
+            accept_prob=rate,
+            mean_accept_prob=mean_rate,
+            check_log_s1=s1,
+            check_log_s2=s2,
+            check_n=n,
+            i=state.i + 1,
+            rw=adapt(state.rw, flat, rate, TARGET_ACCEPT, learn=state.i < num_warmup),
+            rng_key=key,
+        )
+
+    return step
+
+
+def refresh(core: PMCore, state: PMState, args, kwargs) -> PMState:
+    """Pseudo-marginal within Gibbs: when the values the model is conditioned on change (a sibling block
+    moved), the cached log p(θ) and likelihood estimate are stale. This keeps θ and ``state.records``
+    (the selected simulation) and draws the other ``num_simulations`` − 1 simulations afresh from the
+    model at θ under the new conditioning, then re-estimates. That is the exact conditional of the other
+    simulations in the pseudo-marginal extended target (the one whose (θ, selected records) marginal is
+    p(θ, x | s_dp, siblings)), so the composite chain stays exact. Re-estimating from m entirely fresh
+    simulations instead (Monte Carlo within Metropolis) would not be. It advances ``rng_key`` and the
+    estimate, not θ or the records."""
+    key, k_est = random.split(state.rng_key)
+    theta, log_jac = _unravel(core, state.flat)
+    log_prior, log_w = _conditional_estimate(core, k_est, theta, state.records, args, kwargs)
+    return state._replace(
+        log_prior=log_prior + log_jac,
+        log_lik=logsumexp(log_w) - jnp.log(core.num_simulations),
+        log_lik_sd=_log_lik_sd(log_w),
+        rng_key=key,
+    )
+
+
 class PseudoMarginalABC(PerChainKernel):
     """Exact-posterior MCMC for a privatized model, by pseudo-marginal Metropolis.
 
@@ -189,23 +372,9 @@ class PseudoMarginalABC(PerChainKernel):
         return kernel
 
     def _refresh_one(self, state, args, kwargs):
-        """Pseudo-marginal within Gibbs: when the values the model is conditioned on change (a
-        sibling block moved), the cached log p(θ) and likelihood estimate are stale. This keeps
-        θ and ``state.records`` (the selected simulation) and draws the other ``num_simulations`` − 1
-        simulations afresh from the model at θ under the new conditioning, then re-estimates. That
-        is the exact conditional of the other simulations in the pseudo-marginal extended target
-        (the one whose (θ, selected records) marginal is p(θ, x | s_dp, siblings)), so the composite
-        chain stays exact. Re-estimating from m entirely fresh simulations instead (Monte Carlo within
-        Metropolis) would not be. It advances ``rng_key`` and the estimate, not θ or the records."""
-        key, k_est = random.split(state.rng_key)
-        theta, log_jac = self._unravel(state.flat)
-        log_prior, log_w = self._conditional_estimate(k_est, theta, state.records, args, kwargs)
-        return state._replace(
-            log_prior=log_prior + log_jac,
-            log_lik=logsumexp(log_w) - jnp.log(self._num_simulations),
-            log_lik_sd=_log_lik_sd(log_w),
-            rng_key=key,
-        )
+        """Pseudo-marginal within Gibbs (:func:`refresh`): θ and the selected simulation kept, the other
+        simulations redrawn under the new conditioning, the estimate recomputed."""
+        return refresh(self._core, state, args, kwargs)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
@@ -228,9 +397,10 @@ class PseudoMarginalABC(PerChainKernel):
         self._num_warmup = int(num_warmup)
         self._spec = spec.model
         # the flat θ's layout (static: shapes and dtypes), on the host before any vmap over chains
-        start = {k: t.inv(jnp.asarray(tr[k]["value"])) for k, t in self._transforms.items()}
-        _, self._unravel_fn = ravel_pytree(start)
-        init_one = partial(self._init_one, args=model_args, kwargs=model_kwargs)
+        start = {k: biject_to(spec.model.supports[k]).inv(jnp.asarray(tr[k]["value"])) for k in theta}
+        _, unravel = ravel_pytree(start)
+        self._core = PMCore(self._model, spec.model, self._num_simulations, unravel, self._store_records)
+        init_one = partial(init, self._core, args=model_args, kwargs=model_kwargs)
         return self._start(rng_key, init_one, init_params)
 
     def _check_step(self, state, new):
@@ -244,126 +414,5 @@ class PseudoMarginalABC(PerChainKernel):
     def _report(self, sd):
         _report_check(sd, num_simulations=self._num_simulations)
 
-    # ---------------------------------------------------------------- internals
-    @property
-    def _releases(self):
-        return [n for n, _ in self._spec.privatized]
-
-    @property
-    def _latent(self):
-        """The simulated records kept: only as a block of numpyro.infer.Gibbs (see `refresh`);
-        standalone, carrying n records per chain would be pure cost."""
-        return self._spec.latent_records if self._store_records else ()
-
-    @property
-    def _transforms(self):
-        return {k: biject_to(self._spec.supports[k]) for k in self._spec.theta}
-
-    def _weigh(self, key, theta, args, kwargs, records=None):
-        """One simulation at θ (or the given records): its log weight, log p(θ) and its records."""
-        data = theta if records is None else {**theta, **records}
-        tr, log_eta = simulate(key, self._model, self._releases, args, kwargs, data=data)
-        log_p = lambda sites: sum(jnp.sum(tr[n]["fn"].log_prob(tr[n]["value"])) for n in sites)
-        # public data may depend on the simulated records: their density joins the weight
-        return (
-            log_eta + log_p(self._spec.observed),
-            log_p(self._spec.theta),
-            {k: tr[k]["value"] for k in self._latent},
-        )
-
-    def _estimate(self, key, theta, args, kwargs, num=None):
-        """log p(θ) terms, the per-simulation log weights log η(s_dp | T_j) (+ public data) and the
-        simulated records (along axis 0)."""
-        one = partial(self._weigh, theta=theta, args=args, kwargs=kwargs)
-        log_w, log_prior, records = jax.vmap(one)(random.split(key, num or self._num_simulations))
-        return log_prior[0], log_w, records  # log p(θ): the same in all
-
-    def _conditional_estimate(self, key, theta, records, args, kwargs):
-        """log p(θ) and log weights of ``records`` (first) and of m − 1 fresh simulations at θ."""
-        key_kept, key_fresh = random.split(key)  # (the kept simulation has nothing left to draw)
-        log_w0, log_prior, _ = self._weigh(key_kept, theta, args, kwargs, records=records)
-        if self._num_simulations == 1:
-            return log_prior, log_w0[None]
-        _, log_w, _ = self._estimate(key_fresh, theta, args, kwargs, num=self._num_simulations - 1)
-        return log_prior, jnp.concatenate([log_w0[None], log_w])
-
-    def _select(self, key, log_w, records):
-        """One simulated database, drawn with probability ∝ its weight (the first if all are 0)."""
-        j = random.categorical(key, jnp.where(jnp.all(log_w == -jnp.inf), 0.0, log_w))
-        return {k: v[j] for k, v in records.items()}
-
-    def _z(self, theta, records):
-        return {**theta, **records} if self._store_records else dict(theta)
-
-    def _unravel(self, flat):
-        phi = self._unravel_fn(flat)
-        theta = {k: self._transforms[k](v) for k, v in phi.items()}
-        log_jac = sum(jnp.sum(self._transforms[k].log_abs_det_jacobian(phi[k], theta[k])) for k in phi)
-        return theta, log_jac
-
-    def _init_one(self, rng_key, init_params, args, kwargs):
-        key_init, key_est, key_state = random.split(rng_key, 3)
-        if init_params is None:  # a prior draw
-            tr, _ = simulate(key_init, self._model, self._releases, args, kwargs)
-            init_params = {k: tr[k]["value"] for k in self._spec.theta}
-        phi = {k: self._transforms[k].inv(jnp.asarray(init_params[k])) for k in self._spec.theta}
-        flat, _ = ravel_pytree(phi)
-        theta, log_jac = self._unravel(flat)
-        log_prior, log_w, sims = self._estimate(key_est, theta, args, kwargs)
-        if self._latent and all(k in init_params for k in self._latent):  # given records: kept, as in refresh
-            records = {k: jnp.asarray(init_params[k], sims[k].dtype) for k in self._latent}
-            log_prior, log_w = self._conditional_estimate(key_est, theta, records, args, kwargs)
-        else:
-            records = self._select(random.fold_in(key_est, 1), log_w, sims)
-        log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
-        scalar = jnp.zeros_like(log_lik)
-        return PMState(
-            self._z(theta, records), flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
-            jnp.array(1.0), jnp.array(1.0), jnp.array(0), init_rw(flat.shape[0], flat.dtype, 0.5),
-            scalar - jnp.inf, scalar - jnp.inf, scalar, records,
-            key_state,
-        )  # fmt: skip
-
     def _sample_one(self, state, args, kwargs):
-        key, k_prop, k_est, k_acc = random.split(state.rng_key, 4)
-        prop = proposer(state.rw)(k_prop, state.flat)
-        theta, log_jac = self._unravel(prop)
-        log_prior, log_w, sims = self._estimate(k_est, theta, args, kwargs)
-        # (θ', the selected simulation) goes with the proposal: an MH move on the extended target
-        records = self._select(random.fold_in(k_est, 1), log_w, sims)
-        log_lik = logsumexp(log_w) - jnp.log(self._num_simulations)
-        log_alpha = log_prior + log_jac + log_lik - state.log_prior - state.log_lik
-        proposal = (records, theta, prop, log_prior + log_jac, log_lik, _log_lik_sd(log_w))
-        theta_now = {k: state.z[k] for k in self._spec.theta}
-        current = (state.records, theta_now, state.flat, state.log_prior, state.log_lik, state.log_lik_sd)
-        (records, theta, flat, log_prior, log_lik, log_lik_sd), info = accept(
-            k_acc, log_alpha, proposal, current
-        )
-        rate = info.accept_prob
-        # running mean of the acceptance probability, restarted when sampling begins
-        n_mean = jnp.where(state.i < self._num_warmup, state.i, state.i - self._num_warmup) + 1.0
-        mean_rate = state.mean_accept_prob + (rate - state.mean_accept_prob) / n_mean
-        # pool the proposals' simulations over the last CHECK_STEPS warmup steps
-        pool = (state.i >= self._num_warmup - CHECK_STEPS) & (state.i < self._num_warmup)
-        s1 = jnp.where(pool, jnp.logaddexp(state.check_log_s1, logsumexp(log_w)), state.check_log_s1)
-        s2 = jnp.where(pool, jnp.logaddexp(state.check_log_s2, logsumexp(2 * log_w)), state.check_log_s2)
-        n = state.check_n + jnp.where(pool, self._num_simulations, 0)
-        pooled = _pooled_sd(s1, s2, n, self._num_simulations)
-        new = state._replace(
-            z=self._z(theta, records),
-            records=records,
-            flat=flat,
-            log_prior=log_prior,
-            log_lik=log_lik,
-            log_lik_sd=log_lik_sd,
-            warmup_log_lik_sd=jnp.where(pool, pooled, state.warmup_log_lik_sd),
-            accept_prob=rate,
-            mean_accept_prob=mean_rate,
-            check_log_s1=s1,
-            check_log_s2=s2,
-            check_n=n,
-            i=state.i + 1,
-            rw=adapt(state.rw, flat, rate, TARGET_ACCEPT, learn=state.i < self._num_warmup),
-            rng_key=key,
-        )
-        return new
+        return build_kernel(self._core, self._num_warmup)(state, args, kwargs)
