@@ -18,13 +18,14 @@ from numpyro.infer.gibbs import prototype_trace
 
 from .._validate import positive_int
 from ..primitives import allow_overflow
-from .chains import checks_at_end
+from . import da_core, size_step
 from .data_augmentation import DataAugmentationKernel
 from .reversible_jump import ReversibleJumpKernel
 from .spec import model_spec
 
-__all__ = ["BURN_IN", "MCEMSampler", "MCEMState", "mcmc_e_step", "em_kernel", "mcem_sampler"]
+__all__ = ["BURN_IN", "MCEMSampler", "MCEMState", "held_core", "mcmc_e_step", "em_kernel", "mcem_sampler"]
 
+SIZE_JUMPS = 10  # size jumps per iteration with an unknown n (ReversibleJumpKernel's default)
 BURN_IN = 0.3  # of each E-step's iterations (the seed's, Awan et al. Appendix C.1)
 
 
@@ -70,19 +71,42 @@ def em_kernel(model, theta_update, *, unknown_n: bool, size_moves: int = 100) ->
     return DataAugmentationKernel(model, theta_update=theta_update, noncentred_moves=0)
 
 
-def mcmc_e_step(kernel, spec, chains, params, burn: int, keep: int, model_args, model_kwargs):
-    """MCEM's MCMC E-step: ``burn`` then ``keep`` iterations of the θ-held chains (a state with the chains
-    along axis 0, from ``kernel``, an :func:`em_kernel` with ``"held"``) at θ = ``params`` → (chains,
-    draws ``{record site (and n's): (chains · keep, ...)}`` chain by chain, whether every chain stayed
-    valid). The kernel is set up here from these (possibly traced) arguments, so a cached compilation
-    never holds a previous call's mechanisms, statistics or supports."""
-    kernel.init(random.key(0), 0, params, model_args, model_kwargs)  # one chain's sample; its state unused
+def held_core(model, model_args, model_kwargs, *, size_moves: int = 100) -> da_core.Core:
+    """The static settings of MCEM's θ-held record chain for these (possibly traced) model arguments: the
+    record sweep and, for an n that is a latent site of a records plate, the size step with
+    ``size_moves`` births/deaths and the size jumps (as :func:`em_kernel` sets up), no θ-moves. Built
+    from this call's trace, so a cached compilation never holds another call's mechanisms or supports."""
+    with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
+        spec = model_spec(prototype_trace(model, random.key(0), model_args, model_kwargs))
+    size_kernel = None
+    if spec.size is not None:
+        size_kernel = size_step.build_kernel(
+            model, spec, size_moves=size_moves, num_jumps=SIZE_JUMPS, num_moves=0, ridge_moves=0,
+            held_for=0, num_warmup=0,
+        )  # fmt: skip
+    return da_core.Core(
+        model=model,
+        spec=spec,
+        theta_update="held",
+        size_kernel=size_kernel,
+        exchangeable=spec.size is not None,
+    )
+
+
+def mcmc_e_step(core: da_core.Core, chains, params, burn: int, keep: int, model_args, model_kwargs):
+    """MCEM's MCMC E-step on the stages (:func:`dpjax.infer.da_core.build_kernel` of :func:`held_core`):
+    ``burn`` then ``keep`` iterations of the θ-held chains (a state with the chains along axis 0) at
+    θ = ``params`` → (chains, draws ``{record site (and n's): (chains · keep, ...)}`` chain by chain,
+    whether every chain stayed valid). Births refused at the records plate's capacity raise a
+    :class:`~dpjax.infer.CapacityWarning` once per E-step."""
+    spec = core.spec
+    step = da_core.build_kernel(core)
     z = {
         k: jnp.broadcast_to(jnp.asarray(params[k], v.dtype), v.shape) if k in params else v
         for k, v in chains.z.items()
     }
     size_sites = (spec.size,) if spec.size is not None else ()
-    sample = lambda s: kernel.sample(s, model_args, model_kwargs)
+    sample = lambda s: step(s, model_args, model_kwargs, num_warmup=0)
 
     def kept(s, _):
         s = sample(s)
@@ -93,9 +117,11 @@ def mcmc_e_step(kernel, spec, chains, params, burn: int, keep: int, model_args, 
         state, _ = jax.lax.scan(lambda s, _: (sample(s), None), state, None, length=burn)
         return jax.lax.scan(kept, state, None, length=keep)
 
-    # chains one after another (lax.map, not vmap): under vmap the kernel's capacity check (a lax.cond
-    # around a host callback) would become a select and call the host every iteration
-    chains, (draws, valid) = jax.lax.map(chain, chains._replace(z=z))
+    start = chains._replace(z=z)
+    chains, (draws, valid) = jax.lax.map(chain, start)
+    if size_sites:
+        blocked = jnp.sum(chains.capacity_blocked - start.capacity_blocked)
+        size_step.warn_when_blocked(blocked, spec.size_bounds[1])
     draws = jax.tree.map(lambda v: v.reshape((-1,) + v.shape[2:]), draws)
     return chains, draws, jnp.all(valid)
 
@@ -138,15 +164,10 @@ def mcem_sampler(
     keep = -(-num_draws // num_chains)
     burn = round(keep * BURN_IN / (1 - BURN_IN))
 
-    def kernel_for(model_args, model_kwargs):
-        with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
-            spec = model_spec(prototype_trace(model, random.key(0), model_args, model_kwargs))
-        kernel = em_kernel(model, "held", unknown_n=spec.size is not None, size_moves=size_moves)
-        return kernel, spec
-
     def init(rng_key, init_params, model_args, model_kwargs=None):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
-        kernel, _ = kernel_for(model_args, model_kwargs)
+        core = held_core(model, model_args, model_kwargs, size_moves=size_moves)
+        kernel = em_kernel(model, "held", unknown_n=core.spec.size is not None, size_moves=size_moves)
         params = {k: jnp.asarray(v, jnp.result_type(float)) for k, v in init_params.items()}
         per_chain = jax.tree.map(lambda v: jnp.broadcast_to(v, (num_chains,) + v.shape), params)
         chains = kernel.init(random.split(rng_key, num_chains), 0, per_chain, model_args, model_kwargs)
@@ -155,11 +176,10 @@ def mcem_sampler(
 
     def step(state, model_args, model_kwargs=None):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
-        kernel, spec = kernel_for(model_args, model_kwargs)
-        with checks_at_end():  # under a study's vmap a per-iteration host check would run every iteration
-            chains, draws, valid = mcmc_e_step(
-                kernel, spec, state.chains, state.params, burn, keep, model_args, model_kwargs
-            )
+        core = held_core(model, model_args, model_kwargs, size_moves=size_moves)
+        chains, draws, valid = mcmc_e_step(
+            core, state.chains, state.params, burn, keep, model_args, model_kwargs
+        )
         m = keep * num_chains
         new = m_step(draws, jnp.full(m, 1.0 / m, jnp.result_type(float)))
         valid = state.valid & valid

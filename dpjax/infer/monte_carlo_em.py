@@ -257,8 +257,8 @@ def mcem(
         @partial(jax.jit, static_argnums=(2, 3))
         def mcmc_e_step(states, params, burn, keep, dynamic):
             a, kw = unpack(traced, dynamic)
-            kernel = em_kernel(model, "held", unknown_n=bool(size_sites))
-            states, draws, valid = em_core.mcmc_e_step(kernel, roles, states, params, burn, keep, a, kw)
+            core = em_core.held_core(model, a, kw)
+            states, draws, valid = em_core.mcmc_e_step(core, states, params, burn, keep, a, kw)
             return _strongly_typed(states), draws, valid
 
         return mcmc_e_step
