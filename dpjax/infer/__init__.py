@@ -11,7 +11,7 @@ from .abc import (
     exact_abc_sampler,
 )
 from .birth_death import BirthDeathResult, birth_death
-from .data_augmentation import DAState, DataAugmentationKernel, RoundOffWarning, StickyRecordsWarning
+from .data_augmentation import DAInfo, DAState, DataAugmentationKernel, RoundOffWarning, StickyRecordsWarning
 from .em_core import MCEMSampler, MCEMState, mcem_sampler
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
@@ -29,6 +29,7 @@ __all__ = [
     "ReversibleJumpKernel",
     "birth_death",
     "ConvergenceWarning",
+    "DAInfo",
     "DAState",
     "DataAugmentationKernel",
     "ISResult",

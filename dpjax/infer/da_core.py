@@ -23,16 +23,22 @@ from .record_step import draw_records, masked, per_record, sweep_density, where_
 from .rules import records_exchangeable
 from .spec import ModelSpec, privatized_infos
 
-__all__ = ["Core", "DAState", "build_kernel", "init", "log_eta", "observed", "refresh", "statistics"]
+__all__ = [
+    "Core",
+    "DAInfo",
+    "DAState",
+    "build_kernel",
+    "init",
+    "log_eta",
+    "observed",
+    "refresh",
+    "statistics",
+]
 
 
-class DAState(NamedTuple):
-    """State of :class:`DataAugmentationKernel`.
+class DAInfo(NamedTuple):
+    """What the last iteration of :class:`DataAugmentationKernel` did (its stages' Info, as scalars).
 
-    - **z** – constrained θ (and the latent records when ``store_records=True``); collected.
-    - **records** – current latent records (records along axis 0); not collected by default.
-    - **statistics** – ``{site: T}``, the confidential statistic of the imputed database.
-    - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
     - **record_accept_rate** – mean record acceptance probability of the last sweep (the seed's: a
       proposal equal to its record counts as accepted).
     - **record_move_rate** – the same over the proposals that differ from their record (1 when none
@@ -40,46 +46,74 @@ class DAState(NamedTuple):
       that never move, which the proposals that repeat them hide from ``record_accept_rate``
       (:class:`StickyRecordsWarning` reads it). Under ``record_update="soma"``: ``SomaResult.move_rate``.
     - **accept_prob**, **diverging** – the inner θ-step's (1 and False for an exact draw).
-    - **nc_accept_rate**, **nc_step_size** – mean acceptance probability and random-walk step of
-      the non-centred θ-moves (0 when they are off); **nc** – their adaptation state.
-    - **jump_accept_rate**, **jump_scale** – with an unknown n: the mean acceptance probability of the
-      last iteration's size jumps (moves of many records at once) and their scale σ, adapted in the
-      warmup (NaN and 0 with a known n).
-    - **birth_accept_rate**, **death_accept_rate**, **capacity_blocked** – with an unknown n
-      (:class:`~dpjax.infer.ReversibleJumpKernel`): the mean acceptance probabilities of the last
-      iteration's births and deaths, and how many births the capacity has refused so far (NaN, NaN
-      and 0 with a known n).
-    - **near_capacity** – with an unknown n, whether n lies within 1 % of the records plate's
-      capacity (its mean over the draws is the posterior mass there; False with a known n). Mass
-      there means the capacity, or a prior of n that ends at it, shapes the posterior.
+    - **nc_accept_rate** – mean acceptance probability of the non-centred θ-moves (0 when they are off).
+    - **jump_accept_rate** – with an unknown n, the mean acceptance probability of the size jumps (moves
+      of many records at once; NaN with a known n).
+    - **birth_accept_rate**, **death_accept_rate** – with an unknown n
+      (:class:`~dpjax.infer.ReversibleJumpKernel`), the mean acceptance probabilities of the births and
+      deaths (NaN with a known n).
+    - **near_capacity** – with an unknown n, whether n lies within 1 % of the records plate's capacity
+      (its mean over the draws is the posterior mass there; False with a known n). Mass there means the
+      capacity, or a prior of n that ends at it, shapes the posterior.
+    """
+
+    record_accept_rate: jax.Array
+    record_move_rate: jax.Array
+    accept_prob: jax.Array
+    diverging: jax.Array
+    nc_accept_rate: jax.Array
+    jump_accept_rate: jax.Array
+    birth_accept_rate: jax.Array
+    death_accept_rate: jax.Array
+    near_capacity: jax.Array
+
+
+class DAState(NamedTuple):
+    """State of :class:`DataAugmentationKernel`: what the next iteration needs, and ``info``, what the
+    last one did (:class:`DAInfo`, whose fields read as the state's own too: ``state.record_accept_rate``
+    is ``state.info.record_accept_rate``, so ``extra_fields=("record_accept_rate",)`` collects it).
+
+    - **z** – constrained θ (and the latent records when ``store_records=True``); collected.
+    - **records** – current latent records (records along axis 0); not collected by default.
+    - **statistics** – ``{site: T}``, the confidential statistic of the imputed database.
+    - **theta_state** – the inner HMC/NUTS state, or ``()`` with an exact conditional.
+    - **nc** – the adaptation state of the non-centred θ-moves (or the joint (θ, n) moves), ``()`` when
+      they are off; **nc_step_size** (read-only) – their random-walk step (0 when they are off).
+    - **jump_scale** – with an unknown n, the scale σ of the size jumps, adapted in the warmup (0 with a
+      known n); **capacity_blocked** – how many births the capacity has refused so far.
     - **iteration** – iterations done since ``init`` (an unknown n is held at its start for the first
       ``hold_size`` of them: :class:`~dpjax.infer.ReversibleJumpKernel`).
     - **valid** – False once the chain has left the model's support (a release impossible under
       the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
       draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
-    - **rng_key** – PRNG key for the next iteration.
+    - **rng_key** – PRNG key for the next iteration; **info** – :class:`DAInfo`.
     """
 
     z: dict
     records: dict
     statistics: dict
     theta_state: Any
-    record_accept_rate: jax.Array
-    record_move_rate: jax.Array
-    accept_prob: jax.Array
-    diverging: jax.Array
     nc: Any
-    nc_accept_rate: jax.Array
-    nc_step_size: jax.Array
-    jump_accept_rate: jax.Array
     jump_scale: jax.Array
-    birth_accept_rate: jax.Array
-    death_accept_rate: jax.Array
     capacity_blocked: jax.Array
-    near_capacity: jax.Array
     iteration: jax.Array
     valid: jax.Array
     rng_key: jax.Array
+    info: DAInfo
+
+    @property
+    def nc_step_size(self):
+        if isinstance(self.nc, tuple) and not self.nc:
+            return jnp.zeros_like(self.jump_scale)
+        return jnp.exp(self.nc.log_step)
+
+
+def _info_field(name):
+    return property(lambda state: getattr(state.info, name), doc=f"``info.{name}`` (:class:`DAInfo`).")
+
+
+for _name in DAInfo._fields:  # the Info fields read as the state's own (extra_fields, diagnostics)
+    setattr(DAState, _name, _info_field(_name))
 
 
 class Core(NamedTuple):
@@ -185,22 +219,23 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
         records=records,
         statistics=stats,
         theta_state=theta_state,
-        record_accept_rate=jnp.array(1.0),
-        record_move_rate=jnp.array(1.0),
-        accept_prob=jnp.array(1.0),
-        diverging=jnp.array(False),
         nc=nc,
-        nc_accept_rate=jnp.array(0.0),
-        nc_step_size=jnp.exp(nc.log_step) if core.num_moves else jnp.array(0.0),
-        jump_accept_rate=jnp.array(jnp.nan),
         jump_scale=size_step.initial_jump_scale(spec, tr, size),
-        birth_accept_rate=jnp.array(jnp.nan),
-        death_accept_rate=jnp.array(jnp.nan),
         capacity_blocked=jnp.array(0),
-        near_capacity=size_step.near_capacity(spec, size),
         iteration=jnp.array(0, jnp.int32),
         valid=valid,
         rng_key=key_next,
+        info=DAInfo(
+            record_accept_rate=jnp.array(1.0),
+            record_move_rate=jnp.array(1.0),
+            accept_prob=jnp.array(1.0),
+            diverging=jnp.array(False),
+            nc_accept_rate=jnp.array(0.0),
+            jump_accept_rate=jnp.array(jnp.nan),
+            birth_accept_rate=jnp.array(jnp.nan),
+            death_accept_rate=jnp.array(jnp.nan),
+            near_capacity=size_step.near_capacity(spec, size),
+        ),
     )
 
 
@@ -263,15 +298,8 @@ def build_kernel(core: Core):
             key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active
         )
         log_density, residuals = result.log_density, result.residuals
-        nc, nc_rate, nc_step = state.nc, state.nc_accept_rate, state.nc_step_size
-        jumps = dict(
-            jump_accept_rate=state.jump_accept_rate,
-            jump_scale=state.jump_scale,
-            birth_accept_rate=state.birth_accept_rate,
-            death_accept_rate=state.death_accept_rate,
-            capacity_blocked=state.capacity_blocked,
-            near_capacity=state.near_capacity,
-        )
+        nc, nc_rate = state.nc, state.nc_accept_rate
+        jump_scale, blocked, size_info = state.jump_scale, state.capacity_blocked, state.info
         stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
         if core.size_kernel is not None:  # unknown n: size jumps, joint (θ, n) moves, births and deaths
             if result.accepted is None:  # SOMA put proposals in any slot: the statistics of the records now
@@ -293,16 +321,8 @@ def build_kernel(core: Core):
             nc_rate = moved.info.nc_accept_rate
             if core.num_moves:
                 theta_state = theta_block.point_at(theta, theta_state, spec.supports)
-                nc_step = jnp.exp(nc.log_step)
             stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
-            jumps = dict(
-                jump_accept_rate=moved.info.jump_accept_rate,
-                jump_scale=moved.jump_scale,
-                birth_accept_rate=moved.info.birth_accept_rate,
-                death_accept_rate=moved.info.death_accept_rate,
-                capacity_blocked=state.capacity_blocked + moved.info.blocked,
-                near_capacity=size_step.near_capacity(spec, size),
-            )
+            jump_scale, blocked, size_info = moved.jump_scale, blocked + moved.info.blocked, moved.info
         elif core.num_moves:
             learn = state.iteration < num_warmup  # the moves adapt in the warmup
             args = (key_nc, state.nc, public, active, infos, log_density, learn, model_args, model_kwargs)
@@ -314,25 +334,31 @@ def build_kernel(core: Core):
                 theta, records, nc, nc_rate, stats, theta_state = jax.lax.cond(
                     use_moves, moved, unmoved, theta, records, theta_state
                 )
-            nc_step = jnp.exp(state.nc.log_step)
         valid = state.valid & jnp.isfinite(log_density) & theta_block.in_support(theta, spec.supports)
         nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
+        info = DAInfo(
+            record_accept_rate=result.accept_rate,
+            record_move_rate=result.move_rate,
+            accept_prob=theta_info.accept_prob,
+            diverging=theta_info.diverging,
+            nc_accept_rate=nc_rate,
+            jump_accept_rate=size_info.jump_accept_rate,
+            birth_accept_rate=size_info.birth_accept_rate,
+            death_accept_rate=size_info.death_accept_rate,
+            near_capacity=size_step.near_capacity(spec, size),
+        )
         return DAState(
             z=_z(core, jax.tree.map(nan, theta), size, records),
             records=records,
             statistics=stats,
             theta_state=theta_state,
-            record_accept_rate=result.accept_rate,
-            record_move_rate=result.move_rate,
-            accept_prob=theta_info.accept_prob,
-            diverging=theta_info.diverging,
             nc=nc,
-            nc_accept_rate=nc_rate,
-            nc_step_size=nc_step,
+            jump_scale=jump_scale,
+            capacity_blocked=blocked,
             iteration=state.iteration + 1,
             valid=valid,
             rng_key=key_next,
-            **jumps,
+            info=info,
         )
 
     return step

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from functools import partial
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.gibbs import prototype_trace
 from numpyro.infer.hmc import HMC
@@ -29,14 +28,14 @@ from .chains import (
     report_at_end_of_warmup,
     report_now,
 )
-from .da_core import DAState
+from .da_core import DAInfo, DAState
 from .noncentred import init_nc_state, resolve_moves
 from .record_step import StickyRecordsWarning, report_sticky
 from .rules import check_exchangeable, check_records_feed_only_releases, check_release_reads_records
 from .spec import ModelSpec, model_spec
 from .theta_block import RoundOffWarning
 
-__all__ = ["DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
+__all__ = ["DAInfo", "DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
 
 
 class DataAugmentationKernel(PerChainKernel):
@@ -262,7 +261,7 @@ class DataAugmentationKernel(PerChainKernel):
             )
             if self.moves_pilot is not None and not self.moves_pilot.num_moves:
                 self._num_moves = 0
-                state = state._replace(nc=(), nc_step_size=jnp.zeros_like(state.nc_step_size))
+                state = state._replace(nc=())
         return state
 
     # ---------------------------------------------------------------- internals
