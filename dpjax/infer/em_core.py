@@ -25,7 +25,6 @@ from .spec import model_spec
 
 __all__ = ["BURN_IN", "MCEMSampler", "MCEMState", "held_core", "mcmc_e_step", "em_kernel", "mcem_sampler"]
 
-SIZE_JUMPS = 10  # size jumps per iteration with an unknown n (ReversibleJumpKernel's default)
 BURN_IN = 0.3  # of each E-step's iterations (the seed's, Awan et al. Appendix C.1)
 
 
@@ -71,17 +70,21 @@ def em_kernel(model, theta_update, *, unknown_n: bool, size_moves: int = 100) ->
     return DataAugmentationKernel(model, theta_update=theta_update, noncentred_moves=0)
 
 
+def _spec(model, model_args, model_kwargs):
+    with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
+        return model_spec(prototype_trace(model, random.key(0), model_args, model_kwargs))
+
+
 def held_core(model, model_args, model_kwargs, *, size_moves: int = 100) -> da_core.Core:
     """The static settings of MCEM's θ-held record chain for these (possibly traced) model arguments: the
     record sweep and, for an n that is a latent site of a records plate, the size step with
     ``size_moves`` births/deaths and the size jumps (as :func:`em_kernel` sets up), no θ-moves. Built
     from this call's trace, so a cached compilation never holds another call's mechanisms or supports."""
-    with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
-        spec = model_spec(prototype_trace(model, random.key(0), model_args, model_kwargs))
+    spec = _spec(model, model_args, model_kwargs)
     size_kernel = None
     if spec.size is not None:
         size_kernel = size_step.build_kernel(
-            model, spec, size_moves=size_moves, num_jumps=SIZE_JUMPS, num_moves=0, ridge_moves=0,
+            model, spec, size_moves=size_moves, num_jumps=size_step.SIZE_JUMPS, num_moves=0, ridge_moves=0,
             held_for=0, num_warmup=0,
         )  # fmt: skip
     return da_core.Core(
@@ -166,8 +169,8 @@ def mcem_sampler(
 
     def init(rng_key, init_params, model_args, model_kwargs=None):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
-        core = held_core(model, model_args, model_kwargs, size_moves=size_moves)
-        kernel = em_kernel(model, "held", unknown_n=core.spec.size is not None, size_moves=size_moves)
+        unknown_n = _spec(model, model_args, model_kwargs).size is not None
+        kernel = em_kernel(model, "held", unknown_n=unknown_n, size_moves=size_moves)
         params = {k: jnp.asarray(v, jnp.result_type(float)) for k, v in init_params.items()}
         per_chain = jax.tree.map(lambda v: jnp.broadcast_to(v, (num_chains,) + v.shape), params)
         chains = kernel.init(random.split(rng_key, num_chains), 0, per_chain, model_args, model_kwargs)

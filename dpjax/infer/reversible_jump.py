@@ -120,7 +120,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         inner_kernel: HMC | None = None,
         theta_update: Callable | None = None,
         size_moves: int = 100,
-        size_jumps: int = 10,
+        size_jumps: int = size_step.SIZE_JUMPS,
         noncentred_moves: int | str = "auto",
         hold_size: int | None = None,
         ridge_moves: int = 0,

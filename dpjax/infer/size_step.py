@@ -35,6 +35,7 @@ from .record_step import draw_records, masked, per_record, where_records
 from .spec import ModelSpec
 
 __all__ = [
+    "SIZE_JUMPS",
     "CapacityWarning",
     "SizeInfo",
     "SizeResult",
@@ -46,6 +47,9 @@ __all__ = [
     "warn_blocked",
     "warn_when_blocked",
 ]
+
+
+SIZE_JUMPS = 10  # size jumps per iteration by default (ReversibleJumpKernel, the EM variants' chains)
 
 
 class CapacityWarning(UserWarning):
@@ -194,10 +198,11 @@ def build_kernel(
         if num_jumps:
             rng_key, key_size_jumps = random.split(rng_key)
         # 1. the size jumps, on the buffer whose slots ≥ n hold the sweep's unused proposals
-        buffer = {k: where_records(active_slots(spec, n), v, proposals[k]) for k, v in records.items()}
+        active = active_slots(spec, n)
+        buffer = {k: where_records(active, v, proposals[k]) for k, v in records.items()}
         jump_rate = jnp.array(jnp.nan)
         if num_jumps:
-            t_buffer = tuple(where_records(active_slots(spec, n), a, b) for a, b in zip(t_now, t_fresh))
+            t_buffer = tuple(where_records(active, a, b) for a, b in zip(t_now, t_fresh))
             jump = size_jumps(
                 key_size_jumps, n, t_buffer, residuals, densities, log_prior,
                 scale=jump_scale, num_jumps=num_jumps, lower=lower, enabled=enabled,
