@@ -270,4 +270,4 @@ def test_reversible_jump_block_of_gibbs_exact_posterior():
     assert_moments(np.asarray(draws["n"], float), pmf @ support, pmf @ support**2)
     assert_moments(draws["q"], *exact_q_moments(Y))
     copy = rj.wrap_model(lambda m: m)  # as Gibbs makes its blocks: the kernel's own settings kept
-    assert type(copy) is type(rj) and copy._size_moves == 30 and copy._theta_update is p_update
+    assert type(copy) is type(rj) and copy._size.size_moves == 30 and copy._theta_update is p_update

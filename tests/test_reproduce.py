@@ -225,3 +225,27 @@ def test_awan_table2_seed_code_holds_phi_at_the_identity():
     assert jnp.allclose(fit["Phi"], jnp.eye(2))
     source = __import__("inspect").getsource(un._regression_study)
     assert "fixed_phi=fixed_phi" in source.split("regression_cells(")[1].split(")")[0]
+
+
+def test_awan_table2_leaves_out_chains_that_ran_off():
+    """One runaway chain (β̂ far along the collinear direction) would inflate a mean row's standard error
+    until its z-test cannot fail (β̂₀ −154 ± 152 at ε_n = 1 at dc090db): it is counted and left out, so a
+    mean that is off fails, and one that is right passes."""
+    import numpy as np
+
+    from dpjax.reproduce import unknown_n as un
+
+    rng = np.random.default_rng(0)
+    seed = dict(zip(("beta[0]", "beta[1]", "beta[2]", "tau"), un.SEED_TABLE2[1.0]))
+
+    def replicates(shift):
+        g = pd.DataFrame({f"{c}_mean": rng.normal(m + shift, sd, 100) for c, (m, sd) in seed.items()})
+        g.loc[0, ["beta[0]_mean", "beta[1]_mean", "beta[2]_mean"]] = (-1500.0, -2200.0, -900.0)
+        g.loc[1, "tau_mean"] = np.nan
+        return g
+
+    for shift, expected in ((0.0, "pass"), (0.5, "fail")):
+        rows, finite, runaway = un._table2_rows(1.0, replicates(shift))
+        assert int((~finite).sum()) == 1 and int(runaway.sum()) == 1
+        table = compare(rows).set_index("quantity")["verdict"]
+        assert table["ε_n=1: mean θ̂ β0"] == expected, (shift, rows[0])

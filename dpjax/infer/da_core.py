@@ -13,10 +13,12 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import random
 from numpyro import handlers
 from numpyro.infer.gibbs import prototype_trace
 
+from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, allow_overflow, integer_statistics
 from . import noncentred, record_step, size_step, theta_block
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
@@ -28,6 +30,7 @@ __all__ = [
     "DAInfo",
     "DAState",
     "build_kernel",
+    "check_start",
     "init",
     "log_eta",
     "observed",
@@ -237,6 +240,23 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
             near_capacity=size_step.near_capacity(spec, size),
         ),
     )
+
+
+def check_start(core: Core, state: DAState, model_args, model_kwargs):
+    """Host-side checks of the chains' first state, before any draws: a ``ValueError`` for a non-finite
+    log density, a :class:`~dpjax.infer.theta_block.RoundOffWarning` where float32 would stall the inner
+    NUTS/HMC. Skipped where the state is traced (under ``jit``/``vmap``: ``valid`` reports instead)."""
+    if concrete(state.valid) and not np.all(state.valid):
+        raise ValueError(
+            "The initial state has a non-finite log density: log η(s | T) of the release is -inf or "
+            "NaN at the initial imputed database, or θ is outside its support. Check the release "
+            "against the mechanism (an integer mechanism needs an integer release) and `init_params`."
+        )
+    if concrete(state.iteration):  # eager init only: under jit/vmap (a study's cells) θ is traced
+        first = jax.tree.map(lambda v: v[0], state) if state.iteration.ndim else state
+        size = {k: first.z[k] for k in core.spec.size_sites}
+        theta = first.theta_state
+        theta_block.check_round_off(core.inner, theta, first.records, size, model_args, model_kwargs)
 
 
 def refresh(core: Core, state: DAState, model_args, model_kwargs) -> DAState:

@@ -11,14 +11,13 @@ from collections.abc import Callable
 from functools import partial
 
 import jax
-import numpy as np
 from numpyro.infer.gibbs import prototype_trace
 from numpyro.infer.hmc import HMC
 from numpyro.util import is_prng_key
 
-from ..mechanisms.base import check_key, concrete
+from ..mechanisms.base import check_key
 from ..primitives import allow_overflow
-from . import da_core, theta_block
+from . import da_core, size_step, theta_block
 from .auto_moves import MovesPilot, pilot
 from .chains import (
     PerChainKernel,
@@ -29,6 +28,7 @@ from .chains import (
     report_now,
 )
 from .da_core import DAInfo, DAState
+from .joint_size_moves import init_joint_state
 from .noncentred import init_nc_state, resolve_moves
 from .record_step import StickyRecordsWarning, report_sticky
 from .rules import check_exchangeable, check_records_feed_only_releases, check_release_reads_records
@@ -61,12 +61,9 @@ class DataAugmentationKernel(PerChainKernel):
         fixed as noise variables u, x = g(θ, u) (interweaving; see :mod:`dpjax.infer.noncentred`).
         They keep θ mixing when the release is weak compared with the data. ``"auto"`` (default):
         5 where every latent record site has a noise representation and θ is continuous, else 0;
-        with at least 1000 warmup iterations, a timed pilot (4 chains, a fifth of the warmup in
-        extra iterations, one more compilation) keeps them only where they raise the
-        ESS per second 1.5-fold (:mod:`dpjax.infer.auto_moves`; the outcome is in
-        ``kernel.moves_pilot`` and is remembered for the same model, settings and data, so the same
-        key gives the same draws within a session). ``0`` gives the seed's plain Algorithm 1; an
-        int fixes the number of moves, with no pilot.
+        with ≥ 1000 warmup iterations, a timed pilot (:mod:`dpjax.infer.auto_moves`, outcome in
+        ``kernel.moves_pilot``, remembered per model, settings and data) keeps them only where they
+        raise the ESS per second 1.5-fold. ``0``: the seed's plain Algorithm 1; an int: that many.
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
     :param record_update: ``"sweep"`` (default): the seed's sweep, proposal i offered to record i,
         O(1) work per update; ``"soma"``: each proposal offered to every record at once
@@ -116,30 +113,9 @@ class DataAugmentationKernel(PerChainKernel):
     ):
         if record_update not in ("sweep", "soma"):
             raise ValueError(f"`record_update` must be 'sweep' or 'soma', got {record_update!r}.")
-        if isinstance(model, HMC):  # DataAugmentationKernel(NUTS(model)), as with HMCGibbs
-            if inner_kernel is not None:
-                raise ValueError("Give the inner NUTS/HMC kernel once.")
-            model, inner_kernel = None, model
-        if inner_kernel is not None and theta_update is not None:
-            raise ValueError("Give `inner_kernel` or `theta_update`, not both.")
-        if inner_kernel is not None:
-            if not isinstance(inner_kernel, HMC):
-                raise ValueError("`inner_kernel` must be a numpyro HMC or NUTS instance.")
-            if model is not None and inner_kernel.model is not model:
-                raise ValueError("`inner_kernel` must be built on the same `model`.")
-            model = inner_kernel.model
-        if model is None or not callable(model):
-            raise ValueError("`model` must be a NumPyro model (a callable).")
         if noncentred_moves != "auto" and not (isinstance(noncentred_moves, int) and noncentred_moves >= 0):
             raise ValueError(f"`noncentred_moves` must be 'auto' or an int >= 0, got {noncentred_moves!r}.")
-        if theta_update is not None and not (callable(theta_update) or theta_update == "held"):
-            raise ValueError(
-                "`theta_update` must be a callable (rng_key, records, params) -> params, or 'held'."
-            )
-        if inner_kernel is None and theta_update is None:
-            from numpyro.infer import NUTS
-
-            inner_kernel = NUTS(model)
+        model, inner_kernel = theta_block.resolve(model, inner_kernel, theta_update)
         self._model = model
         self._theta_update = theta_update
         self._inner_kernel = inner_kernel  # as given, for `wrap_model`
@@ -147,6 +123,7 @@ class DataAugmentationKernel(PerChainKernel):
         self._store_records = bool(store_records)
         self._noncentred = noncentred_moves
         self._record_update = record_update
+        self._size: size_step.SizeSettings | None = None  # an unknown n's (ReversibleJumpKernel)
         # static, resolved at `init`
         self._num_moves = 0
         self._num_warmup = 0
@@ -169,14 +146,23 @@ class DataAugmentationKernel(PerChainKernel):
         fields = ("z", "record_accept_rate", "valid")
         if self._inner is not None:
             fields += ("accept_prob", "diverging")
-        return fields + (("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ())
+        fields += ("nc_accept_rate", "nc_step_size") if self._noncentred != 0 else ()
+        if self._size:
+            fields += size_step.FIELDS + (size_step.JUMP_FIELDS if self._size.size_jumps else ())
+        return fields
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:
             report_at_end_of_warmup(state.iteration, self._num_warmup, new.record_move_rate, report_sticky)
+        if self._size:  # after the vmap over chains, so the host is called only when a birth was refused
+            blocked = jax.numpy.sum(new.capacity_blocked - state.capacity_blocked)
+            size_step.warn_when_blocked(blocked, self._spec.size_bounds[1])
 
     def check_end(self, state):
         report_now(state.record_move_rate, report_sticky)
+        if self._size:
+            warn = partial(size_step.warn_blocked, capacity=self._spec.size_bounds[1])
+            jax.debug.callback(warn, state.capacity_blocked)
 
     def get_diagnostics_str(self, state):
         text = f"rec. acc. {float(state.record_accept_rate):.2f}"
@@ -206,10 +192,12 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _settings(self) -> dict:
         """The constructor's keyword arguments besides the model, inner kernel and store_records."""
+        settings = dict(self._size._asdict()) if self._size else {}
         return dict(
             theta_update=self._theta_update,
             noncentred_moves=self._noncentred,
             record_update=self._record_update,
+            **settings,
         )
 
     def _refresh_one(self, state, model_args, model_kwargs):
@@ -232,7 +220,9 @@ class DataAugmentationKernel(PerChainKernel):
             capacity = spec.size_bounds[1] if spec.size_sites else None
             check_exchangeable(self._model, tr, spec, capacity, model_args, model_kwargs, why=why)
         self._check_model(tr)
-        self._resolve_noncentred(tr, num_warmup)
+        held = self._theta_update == "held"  # the moves would move the held θ
+        self._num_moves = resolve_moves(self._noncentred, tr, spec, held=held, stacklevel=3)
+        self._num_warmup = num_warmup
         check_init_params(
             init_params, spec.supports, allowed=spec.theta + spec.latent_records + spec.size_sites
         )
@@ -241,18 +231,7 @@ class DataAugmentationKernel(PerChainKernel):
             da_core.init, core, num_warmup=num_warmup, model_args=model_args, model_kwargs=model_kwargs
         )
         state = self._start(rng_key, init_one, init_params)
-        if concrete(state.valid) and not np.all(state.valid):
-            raise ValueError(
-                "The initial state has a non-finite log density: log η(s | T) of the release is -inf or "
-                "NaN at the initial imputed database, or θ is outside its support. Check the release "
-                "against the mechanism (an integer mechanism needs an integer release) and `init_params`."
-            )
-        if concrete(state.iteration):  # eager init only: under jit/vmap (a study's cells) θ is traced
-            first = jax.tree.map(lambda v: v[0], state) if state.iteration.ndim else state
-            size = {k: first.z[k] for k in spec.size_sites}
-            theta_block.check_round_off(
-                self._inner, first.theta_state, first.records, size, model_args, model_kwargs
-            )
+        da_core.check_start(core, state, model_args, model_kwargs)
         if self._noncentred == "auto" and self._num_moves and not spec.size_sites:
             if init_params is not None and not is_prng_key(rng_key):  # one chain's, for the pilot's chains
                 init_params = jax.tree.map(lambda v: v[0], init_params)
@@ -265,8 +244,7 @@ class DataAugmentationKernel(PerChainKernel):
         return state
 
     # ---------------------------------------------------------------- internals
-    def _needs_exchangeable(self) -> bool:
-        """Whether records are drawn for one slot and used in another: births, SOMA's offers."""
+    def _needs_exchangeable(self) -> bool:  # records drawn for one slot, used in another: births, SOMA
         return bool(self._spec.size_sites) or self._record_update == "soma"
 
     def _core(self) -> da_core.Core:
@@ -285,31 +263,36 @@ class DataAugmentationKernel(PerChainKernel):
         )
 
     def _size_kernel(self):
-        """The size step of an unknown n (:mod:`~dpjax.infer.size_step`; ReversibleJumpKernel), else None."""
-        return None
+        """The size step of an unknown n (:mod:`~dpjax.infer.size_step`), else None."""
+        if not self._size:
+            return None
+        return size_step.build_kernel(
+            self._model, self._spec, self._size, num_moves=self._num_moves, num_warmup=self._num_warmup
+        )
 
     def _check_size(self):
-        """An unknown n (a latent site sizing the records plate) needs the size moves of
-        ReversibleJumpKernel."""
+        """An unknown n (a latent site sizing the records plate) needs the size step, and vice versa."""
         size = self._spec.size
-        if size is not None:
+        if size is not None and not self._size:
             raise ValueError(
                 f"The records plate is sized by the latent site {size!r} (an unknown n), which "
                 "DataAugmentationKernel does not update: use dpjax.infer.ReversibleJumpKernel, or condition "
                 f"{size!r} on a known n."
             )
+        if self._size and not self._spec.size_sites:
+            raise ValueError(
+                "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "
+                "capacity) where n is a latent sample site; with a known n use DataAugmentationKernel."
+            )
 
     def _check_model(self, tr):
         """Host-side checks that would otherwise give silently wrong draws."""
         theta_block.check_model(tr, self._spec, inner=self._inner, update=self._theta_update)
+        if self._size:
+            size_step.check_ridge(tr, self._spec, self._size.ridge_moves)
 
     def _init_nc(self, theta):
-        return init_nc_state(theta, self._spec.supports)
-
-    def _resolve_noncentred(self, tr, num_warmup):
-        held = self._theta_update == "held"  # the moves would move the held θ
-        self._num_moves = resolve_moves(self._noncentred, tr, self._spec, held=held, stacklevel=4)
-        self._num_warmup = num_warmup
+        return (init_joint_state if self._size else init_nc_state)(theta, self._spec.supports)
 
     def _sample_one(self, state, model_args, model_kwargs):
         """One iteration (:func:`dpjax.infer.da_core.build_kernel`)."""

@@ -83,10 +83,8 @@ def held_core(model, model_args, model_kwargs, *, size_moves: int = 100) -> da_c
     spec = _spec(model, model_args, model_kwargs)
     size_kernel = None
     if spec.size is not None:
-        size_kernel = size_step.build_kernel(
-            model, spec, size_moves=size_moves, num_jumps=size_step.SIZE_JUMPS, num_moves=0, ridge_moves=0,
-            held_for=0, num_warmup=0,
-        )  # fmt: skip
+        settings = size_step.SizeSettings(size_moves=size_moves, hold_size=0)
+        size_kernel = size_step.build_kernel(model, spec, settings, num_moves=0, num_warmup=0)
     return da_core.Core(
         model=model,
         spec=spec,

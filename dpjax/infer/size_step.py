@@ -28,6 +28,7 @@ from jax import random
 from numpyro import handlers
 from numpyro.distributions import biject_to
 
+from .._validate import positive_int
 from ..primitives import INFER_KEY, allow_overflow
 from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
 from .joint_size_moves import joint_size_moves
@@ -37,6 +38,7 @@ from .spec import ModelSpec
 __all__ = [
     "SIZE_JUMPS",
     "CapacityWarning",
+    "SizeSettings",
     "SizeInfo",
     "SizeResult",
     "active_slots",
@@ -44,12 +46,39 @@ __all__ = [
     "check_ridge",
     "initial_jump_scale",
     "near_capacity",
+    "size_settings",
     "warn_blocked",
     "warn_when_blocked",
 ]
 
 
 SIZE_JUMPS = 10  # size jumps per iteration by default (ReversibleJumpKernel, the EM variants' chains)
+
+
+class SizeSettings(NamedTuple):
+    """The static settings of the size step (:class:`~dpjax.infer.ReversibleJumpKernel`'s arguments of
+    the same names): birth/death moves, size jumps, warmup iterations with n held (None: half the
+    warmup) and ridge moves per iteration."""
+
+    size_moves: int = 100
+    size_jumps: int = SIZE_JUMPS
+    hold_size: int | None = None
+    ridge_moves: int = 0
+
+
+def size_settings(size_moves=100, size_jumps=SIZE_JUMPS, hold_size=None, ridge_moves=0) -> SizeSettings:
+    """:class:`SizeSettings` from a user's arguments, each checked (``ValueError`` naming it)."""
+    return SizeSettings(
+        positive_int(size_moves, "size_moves"),
+        positive_int(size_jumps, "size_jumps", minimum=0),
+        None if hold_size is None else positive_int(hold_size, "hold_size", minimum=0),
+        positive_int(ridge_moves, "ridge_moves", minimum=0),
+    )
+
+
+#: the extra fields of an unknown-n chain, collected by default (the jump fields only with size jumps)
+FIELDS = ("birth_accept_rate", "death_accept_rate", "capacity_blocked", "near_capacity")
+JUMP_FIELDS = ("jump_accept_rate", "jump_scale")
 
 
 class CapacityWarning(UserWarning):
@@ -170,20 +199,24 @@ def _log_prior_n(model, spec, given, records, model_args, model_kwargs):
     return log_prior
 
 
-def build_kernel(
-    model,
-    spec: ModelSpec,
-    *,
-    size_moves: int,
-    num_jumps: int,
-    num_moves: int,
-    ridge_moves: int,
-    held_for: int,
-    num_warmup: int,
-):
-    """The size step for these static settings (see the module docstring): ``size_moves`` births or
-    deaths, ``num_jumps`` size jumps, ``num_moves`` joint (θ, n) moves with ``ridge_moves`` ridge moves
-    among them, none of them before iteration ``held_for``; adaptation ends at ``num_warmup``."""
+def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: int, num_warmup: int):
+    """The size step for these static settings (see the module docstring): ``settings.size_moves`` births
+    or deaths, ``settings.size_jumps`` size jumps, ``num_moves`` joint (θ, n) moves with
+    ``settings.ridge_moves`` ridge moves among them, none of them in the first ``settings.hold_size``
+    iterations (default half the warmup); adaptation ends at ``num_warmup``. Raises ``ValueError`` for
+    settings that cannot apply, so before any draws where the kernel is built at ``init``."""
+    size_moves, num_jumps, hold_size, ridge_moves = settings
+    if hold_size is not None and hold_size > num_warmup:
+        raise ValueError(
+            f"`hold_size` ({hold_size}) exceeds num_warmup ({num_warmup}): draws would be taken with n held. "
+            "Lower it or lengthen the warmup."
+        )
+    if ridge_moves and not num_moves:
+        raise ValueError(
+            "`ridge_moves` run within the joint (θ, n) moves: `noncentred_moves` must be 'auto' or an int "
+            "> 0, not 0."
+        )
+    held_for = num_warmup // 2 if hold_size is None else hold_size
     site, (lower, capacity) = spec.size, spec.size_bounds
     kept = [i for i in range(len(spec.privatized)) if i != spec.size_release]
 

@@ -30,6 +30,7 @@ from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro.distributions import biject_to
 from numpyro.infer.gibbs import conditioned, with_conditioning
+from numpyro.infer.hmc import HMC
 from numpyro.infer.initialization import init_to_value
 from numpyro.infer.util import potential_energy
 
@@ -50,6 +51,7 @@ __all__ = [
     "inner_on_records",
     "point_at",
     "refresh",
+    "resolve",
 ]
 
 
@@ -74,6 +76,33 @@ class ThetaInfo(NamedTuple):
 def _theta_given_records(model, *args, **kwargs):
     with MaskReleases():
         return model(*args, **kwargs)
+
+
+def resolve(model, inner_kernel, theta_update):
+    """``(model, inner_kernel)`` from a kernel's arguments, each checked (``ValueError`` naming it): the
+    model may be given as an HMC/NUTS kernel on it (as with ``HMCGibbs``); without ``theta_update`` the
+    inner kernel defaults to ``NUTS(model)``."""
+    if isinstance(model, HMC):  # DataAugmentationKernel(NUTS(model))
+        if inner_kernel is not None:
+            raise ValueError("Give the inner NUTS/HMC kernel once.")
+        model, inner_kernel = None, model
+    if inner_kernel is not None and theta_update is not None:
+        raise ValueError("Give `inner_kernel` or `theta_update`, not both.")
+    if inner_kernel is not None:
+        if not isinstance(inner_kernel, HMC):
+            raise ValueError("`inner_kernel` must be a numpyro HMC or NUTS instance.")
+        if model is not None and inner_kernel.model is not model:
+            raise ValueError("`inner_kernel` must be built on the same `model`.")
+        model = inner_kernel.model
+    if model is None or not callable(model):
+        raise ValueError("`model` must be a NumPyro model (a callable).")
+    if theta_update is not None and not (callable(theta_update) or theta_update == "held"):
+        raise ValueError("`theta_update` must be a callable (rng_key, records, params) -> params, or 'held'.")
+    if inner_kernel is None and theta_update is None:
+        from numpyro.infer import NUTS
+
+        inner_kernel = NUTS(model)
+    return model, inner_kernel
 
 
 def inner_on_records(inner_kernel):
