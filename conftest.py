@@ -91,7 +91,10 @@ SLOW_TESTS = (
         )
     ),  # fmt: skip
     "tests/test_reproduce.py::test_guo_simulation_rows_carry_the_split_rhat_of_dpabc_p5s_prior_chain",
-    # the notebooks (the README's example and the docs' executed cookbook run by default)
+    # the strict docs build (~3 min: it executes every cookbook recipe); run it before landing a change to
+    # docs/, the docstrings or the engines the cookbook runs
+    "tests/test_docs.py::test_docs_build_strict",
+    # the notebooks (the README's example runs by default)
     "tests/test_notebooks.py",
     # further exact-answer runs of engines that keep one by default
     "tests/test_data_augmentation.py::test_beta_bernoulli_exact_posterior[nuts-two-sites]",
