@@ -311,7 +311,14 @@ def privatized(
     sizes = {k: (jnp.shape(v)[0] if jnp.ndim(v) else None) for k, v in records.items()}
     if None in sizes.values() or len(set(sizes.values())) != 1:
         raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
-    per_record = record_statistics(statistic, records)
+    try:
+        per_record = record_statistics(statistic, records)
+    except KeyError as e:
+        raise ValueError(
+            f"privatized site {name!r}: `statistic` reads the field {e.args[0]!r}, which is not in `records` "
+            f"(fields {sorted(records)}); pass every record site the statistic reads, e.g. "
+            f"records={{{e.args[0]!r}: ...}}."
+        ) from None
     if active is not None:
         if per_record.shape[0] != active.shape[0]:
             raise ValueError(
@@ -415,6 +422,15 @@ def site_roles(tr) -> SiteRoles:
     if plate not in known:
         raise ValueError(f"Records plate {plate!r} is not a plate of the model; plates: {known}.")
     size = tr[plate]["args"][0]
+    if concrete(size) and not (
+        np.ndim(size) == 0 and np.issubdtype(np.asarray(size).dtype, np.integer) and size >= 1
+    ):
+        got = f"an array of dtype {size.dtype}" if hasattr(size, "dtype") else f"a {type(size).__name__}"
+        raise ValueError(
+            f"Records plate {plate!r} has a size that is not a positive integer (got {got}): a plate's size "
+            "is the number of records. Check the order of the model's arguments (`MCMC.run(rng_key, "
+            "*model_args)` passes them in order) and pass n as an int."
+        )
     subsample = tr[plate]["args"][1] if len(tr[plate]["args"]) > 1 else None
     if subsample is not None and subsample != size:
         raise ValueError(

@@ -238,3 +238,46 @@ def test_max_log_density_shape_mismatch_names_the_shapes():
     with pytest.raises(ValueError, match=r"parameters have shape \(2,\).*release shape \(3,\)"):
         mech.max_log_density((3,))
     assert mech.max_log_density((4, 2)) == pytest.approx(4 * (np.log(1 / 2) + np.log(1 / 1)))
+
+
+# ------------------------------------------------------------ accuracy: the interval that holds the noise
+@pytest.mark.parametrize("scale", [0.3, 1.0, 7.5, 120.0, 2e4])
+@pytest.mark.parametrize("alpha", [0.5, 0.05, 1e-6])
+def test_accuracy_is_the_smallest_interval_that_holds_the_noise_and_matches_opendp(scale, alpha):
+    """Coverage computed directly from each noise law (CDFs, or the pmf summed), the smallest a for
+    integer noise (a − 1 falls short), and OpenDP's *_scale_to_accuracy (an open interval: a′ = a for
+    continuous noise, a = ⌈a′⌉ − 1 for integer noise)."""
+    import math
+
+    oa = pytest.importorskip("opendp.accuracy")
+    from dpjax.mechanisms.gaussian import _log_normalizer
+
+    def dg_cover(a):  # P(|K| ≤ a) of the discrete Gaussian, summed over the pmf
+        k = np.arange(-a, a + 1, dtype=float)
+        return float(np.sum(np.exp(-(k**2) / (2 * scale**2) - _log_normalizer(scale))))
+
+    laplace, gauss = dpjax.LaplaceMechanism(scale=scale), dpjax.GaussianMechanism(sigma=scale)
+    dlaplace = dpjax.DiscreteLaplaceMechanism(scale=scale)
+    dgauss = dpjax.DiscreteGaussianMechanism(sigma=scale)
+    a = laplace.accuracy(alpha)
+    assert stats.laplace(scale=scale).cdf(a) - stats.laplace(scale=scale).cdf(-a) == pytest.approx(1 - alpha)
+    assert a == pytest.approx(oa.laplacian_scale_to_accuracy(scale, alpha), rel=1e-12)
+    a = gauss.accuracy(alpha)
+    assert stats.norm(scale=scale).cdf(a) - stats.norm(scale=scale).cdf(-a) == pytest.approx(1 - alpha)
+    assert a == pytest.approx(oa.gaussian_scale_to_accuracy(scale, alpha), rel=1e-9)
+    a = int(dlaplace.accuracy(alpha))
+    dl = stats.dlaplace(1 / scale)
+    assert dl.cdf(a) - dl.cdf(-a - 1) >= 1 - alpha and (a == 0 or dl.cdf(a - 1) - dl.cdf(-a) < 1 - alpha)
+    assert a == math.ceil(oa.discrete_laplacian_scale_to_accuracy(scale, alpha)) - 1
+    a = int(dgauss.accuracy(alpha))
+    if scale < 1e3:
+        assert dg_cover(a) >= 1 - alpha and (a == 0 or dg_cover(a - 1) < 1 - alpha)
+    assert a == math.ceil(oa.discrete_gaussian_scale_to_accuracy(scale, alpha)) - 1
+
+
+def test_accuracy_is_per_entry_and_validates_alpha():
+    m = dpjax.LaplaceMechanism(epsilon=[1.0, 2.0], sensitivity=1.0)
+    np.testing.assert_allclose(m.accuracy(0.05), [np.log(20), np.log(20) / 2])
+    for bad in (0, 1, -0.1, "0.05", float("nan")):
+        with pytest.raises(ValueError, match="`alpha` must be a probability"):
+            m.accuracy(bad)

@@ -243,3 +243,34 @@ def test_terms_on_the_records_outside_the_releases_are_refused_by_data_augmentat
 def test_a_factor_of_theta_alone_is_accepted():
     m = run_mcmc(DataAugmentationKernel(NUTS(factor_on_theta)), 10, jnp.array(7.0))
     assert m.get_samples()["p"].shape[0] > 0
+
+
+# ------------------------------------------------------------------ what a user gets wrong first
+def missing_field_model(n, s=None):
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    dpjax.privatized("count", LAPLACE, lambda r: r["no"], {"yes": yes}, plate="people", obs=s)
+
+
+@pytest.mark.parametrize(
+    "model, args, message",
+    [
+        (count_model, (0, jnp.array(2.0)), "A plate of the model has size 0"),  # NumPyro: a bare assert
+        (count_model, (jnp.array(7.0), 10), r"'people' has a size that is not a positive integer.*order"),
+        (missing_field_model, (10, jnp.array(7.0)), r"'count': `statistic` reads the field 'no'.*\['yes'\]"),
+    ],
+    ids=["n=0", "arguments swapped", "a field not in records"],
+)
+def test_first_mistakes_get_a_value_error_naming_them_from_every_engine(model, args, message):
+    for engine, call in engines(model, *args):
+        with pytest.raises(ValueError, match=message):
+            call()
+            pytest.fail(f"{engine} accepted it")
+
+
+def test_a_plate_sized_by_a_concrete_integer_array_is_accepted():
+    state = DataAugmentationKernel(count_model, theta_update=lambda k, r, p: p).init(
+        jax.random.key(0), 5, None, (np.int64(10), jnp.array(7.0)), {}
+    )
+    assert state.records["yes"].shape == (10,)

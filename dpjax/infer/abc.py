@@ -21,7 +21,6 @@ import numpyro
 import numpyro.distributions as dist
 from jax import lax, random
 from numpyro import handlers
-from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
 from .._validate import positive_int
@@ -29,7 +28,7 @@ from ..primitives import INFER_KEY, depends_on, record_statistics, simulate
 from ._compile import SplitArgs, avals, compiled, memo, split_args
 from .record_step import masked
 from .samplers import count_true, fast_distribution, fast_sampling, uniform
-from .spec import ModelSpec, model_spec, privatized_infos
+from .spec import ModelSpec, model_spec, privatized_infos, prototype
 
 __all__ = [
     "ABCResult",
@@ -98,7 +97,7 @@ class PriorSpec(NamedTuple):
 def prior_spec(model, model_args, model_kwargs, engine: str = "exact_abc") -> PriorSpec:
     """What the engines that simulate θ from its prior (exact ABC, importance ABC, PseudoMarginalABC)
     read from the model, with their refusals (a `numpyro.param`, no θ, an improper prior)."""
-    tr = prototype_trace(model, random.key(0), model_args, model_kwargs)  # copes with improper sites
+    tr = prototype(model, random.key(0), model_args, model_kwargs)  # copes with improper sites
     spec = model_spec(tr)
     params = [k for k, s in tr.items() if s["type"] == "param"]
     if params:

@@ -16,14 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 from numpyro import handlers
-from numpyro.infer.gibbs import prototype_trace
 
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, allow_overflow, integer_statistics
 from . import noncentred, record_step, size_step, theta_block
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
 from .rules import records_exchangeable
-from .spec import ModelSpec, privatized_infos
+from .spec import ModelSpec, privatized_infos, prototype
 
 __all__ = [
     "Core",
@@ -187,7 +186,7 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
     given = {k: v for k, v in init_params.items() if k in spec.theta}
     model = handlers.condition(core.model, data=given) if given else core.model
     with allow_overflow():
-        tr = prototype_trace(model, key_trace, model_args, model_kwargs)
+        tr = prototype(model, key_trace, model_args, model_kwargs)
     records = {k: jnp.asarray(tr[k]["value"]) for k in spec.latent_records}
     theta = {k: jnp.asarray(tr[k]["value"]) for k in spec.theta}
     size = {k: jnp.asarray(tr[k]["value"]) for k in spec.size_sites}

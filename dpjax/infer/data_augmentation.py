@@ -11,7 +11,6 @@ from collections.abc import Callable
 from functools import partial
 
 import jax
-from numpyro.infer.gibbs import prototype_trace
 from numpyro.infer.hmc import HMC
 from numpyro.util import is_prng_key
 
@@ -32,7 +31,7 @@ from .joint_size_moves import init_joint_state
 from .noncentred import init_nc_state, resolve_moves
 from .record_step import StickyRecordsWarning, report_sticky
 from .rules import check_exchangeable, check_records_feed_only_releases, check_release_reads_records
-from .spec import ModelSpec, model_spec
+from .spec import ModelSpec, model_spec, prototype
 from .theta_block import RoundOffWarning
 
 __all__ = ["DAInfo", "DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
@@ -208,7 +207,7 @@ class DataAugmentationKernel(PerChainKernel):
         model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
         # static structure and host-side checks, once, outside any vmap over chains
         with allow_overflow():  # n drawn from its prior may exceed the capacity; the chain starts inside
-            tr = prototype_trace(self._model, first_key(rng_key), model_args, model_kwargs)
+            tr = prototype(self._model, first_key(rng_key), model_args, model_kwargs)
             self._spec = spec = model_spec(tr)
             check_records_feed_only_releases(self._model, tr, spec, model_args, model_kwargs)
             check_release_reads_records(

@@ -14,14 +14,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import random
-from numpyro.infer.gibbs import prototype_trace
 
 from .._validate import positive_int
 from ..primitives import allow_overflow
 from . import da_core, size_step
 from .data_augmentation import DataAugmentationKernel
 from .reversible_jump import ReversibleJumpKernel
-from .spec import model_spec
+from .spec import model_spec, prototype
 
 __all__ = ["BURN_IN", "MCEMSampler", "MCEMState", "held_core", "mcmc_e_step", "em_kernel", "mcem_sampler"]
 
@@ -72,7 +71,7 @@ def em_kernel(model, theta_update, *, unknown_n: bool, size_moves: int = 100) ->
 
 def _spec(model, model_args, model_kwargs):
     with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
-        return model_spec(prototype_trace(model, random.key(0), model_args, model_kwargs))
+        return model_spec(prototype(model, random.key(0), model_args, model_kwargs))
 
 
 def held_core(model, model_args, model_kwargs, *, size_moves: int = 100) -> da_core.Core:

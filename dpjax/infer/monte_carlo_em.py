@@ -27,7 +27,6 @@ from jax import random
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions import biject_to
-from numpyro.infer.gibbs import prototype_trace
 from tqdm.auto import tqdm
 
 from .._validate import positive_int
@@ -37,7 +36,7 @@ from ._compile import avals, compiled, split_args
 from .chains import check_init_params
 from .em_core import BURN_IN, em_kernel
 from .rules import check_release_reads_records
-from .spec import model_spec
+from .spec import model_spec, prototype
 
 __all__ = ["E_STEPS", "ConvergenceWarning", "MCEMResult", "is_mcem", "mcem"]
 
@@ -203,7 +202,7 @@ def mcem(
     num_chains = positive_int(num_chains, "num_chains")
     params = {k: jnp.asarray(v, dtype=jnp.result_type(float)) for k, v in init_params.items()}
     with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
-        tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
+        tr = prototype(model, random.key(0), model_args, model_kwargs)
     roles = model_spec(tr)
     # the M-step maximises log p(records | θ): a release that reads θ itself would drop out of it
     check_release_reads_records(model, tr, roles, model_args, model_kwargs, engine="mcem")

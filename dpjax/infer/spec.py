@@ -14,11 +14,27 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.infer.gibbs import prototype_trace
 
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, record_statistics, site_roles
 
-__all__ = ["ModelSpec", "Release", "model_spec", "privatized_infos"]
+__all__ = ["ModelSpec", "Release", "model_spec", "privatized_infos", "prototype"]
+
+
+def prototype(model, rng_key, model_args, model_kwargs):
+    """NumPyro's prototype trace of ``model`` (``numpyro.infer.gibbs.prototype_trace``), the first trace
+    every engine reads, with NumPyro's bare assertion on an empty plate turned into a ``ValueError``."""
+    try:
+        return prototype_trace(model, rng_key, model_args, model_kwargs)
+    except AssertionError as e:
+        if "size of plate should be positive" not in str(e):
+            raise
+        raise ValueError(
+            "A plate of the model has size 0: a release of no records says nothing about θ, and there are no "
+            "records to impute. Check the model's arguments (`MCMC.run(rng_key, *model_args)` passes them "
+            "in order); for an n that may be 0, size the records with dpjax.records_plate(name, n, capacity)."
+        ) from None
 
 
 class Release(NamedTuple):

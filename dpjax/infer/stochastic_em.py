@@ -29,13 +29,12 @@ from numpyro import handlers
 from numpyro.diagnostics import effective_sample_size
 from numpyro.distributions import biject_to
 from numpyro.infer import MCMC
-from numpyro.infer.gibbs import prototype_trace
 
 from .._validate import positive_int
 from ..primitives import allow_overflow
 from .chains import check_init_params
 from .em_core import em_kernel
-from .spec import model_spec
+from .spec import model_spec, prototype
 
 __all__ = ["StochasticEMResult", "m_step_update", "records_at", "stochastic_em"]
 
@@ -132,7 +131,7 @@ def stochastic_em(
     if not isinstance(init_params, dict):
         raise ValueError(f"`init_params` must be a dict of θ's constrained values, got {init_params!r}.")
     with allow_overflow():  # an unknown n drawn from its prior may exceed the capacity here
-        tr = prototype_trace(model, random.key(0), model_args, model_kwargs)
+        tr = prototype(model, random.key(0), model_args, model_kwargs)
     roles = model_spec(tr)
     if set(init_params) != set(roles.theta):
         raise ValueError(

@@ -327,6 +327,33 @@ class Mechanism:
     def _max_log_density_per_entry(self):
         raise NotImplementedError
 
+    def accuracy(self, alpha: float = 0.05):
+        """How far the release strays from the statistic: the smallest ``a`` with
+        P(|release − T| ≤ a) ≥ 1 − ``alpha`` for each entry (per entry, not jointly; a union bound gives
+        the joint level: ``alpha / size`` each). Exact for every built-in mechanism; for an integer
+        mechanism ``a`` is an integer. OpenDP's ``*_scale_to_accuracy`` give the same interval as an
+        open one, |error| < a′ (for integers a = ⌈a′⌉ − 1). Needs concrete parameters.
+
+        >>> import dpjax
+        >>> round(dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0).accuracy(0.05), 4)  # b·ln(1/α)
+        2.9957
+        >>> dpjax.DiscreteGaussianMechanism(sigma=1.0).accuracy(0.05)
+        2.0
+        """
+        if not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
+            raise ValueError(f"`alpha` must be a probability in (0, 1), got {alpha!r}.")
+        if not concrete(self):
+            raise ValueError("`accuracy` needs concrete privacy parameters, not traced ones (jit / vmap).")
+        scale = np.asarray(self.scale, dtype=float)
+        out = np.vectorize(lambda b: float(self._accuracy(float(b), float(alpha))))(scale)
+        return float(out) if out.ndim == 0 else out
+
+    def _accuracy(self, scale: float, alpha: float) -> float:
+        """:meth:`accuracy` of one entry of noise scale ``scale``."""
+        raise ValueError(
+            f"{type(self).__name__} defines no `accuracy`: simulate its noise (`release`) and take quantiles."
+        )
+
     def __repr__(self):
         return f"{type(self).__name__}(scale={self.scale!r}; {self.guarantee})"
 

@@ -15,7 +15,7 @@ from jax import lax, random
 from numpyro.distributions import constraints
 from numpyro.distributions.util import validate_sample
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr, ndtr, ndtri
 
 from . import exact
 from .base import (
@@ -144,6 +144,9 @@ class GaussianMechanism(Mechanism):
     def noise(self, loc):
         return dist.Normal(loc, self.scale)
 
+    def _accuracy(self, scale, alpha):
+        return scale * float(ndtri(1.0 - alpha / 2))
+
     def _max_log_density_per_entry(self):
         xp = array_module(self.scale)
         return -0.5 * xp.log(2 * np.pi * xp.asarray(self.scale) ** 2)
@@ -174,6 +177,17 @@ def _traced_log_normalizer(sigma):
     k = jnp.arange(-40, 41)
     direct = jax.nn.logsumexp(-(k**2) / (2 * sigma**2), axis=-1)
     return jnp.where(sigma[..., 0] >= 1.0, poisson, direct)
+
+
+def _dg_tail(a: int, sigma: float, log_z: float) -> float:
+    """P(|K| > a) of the discrete Gaussian for large σ: 2 Σ_{k>a} e^(−k²/2σ²) / Z by Euler–Maclaurin,
+    ∫ + f/2 − f′/12 + f‴/720 from a + 1 (each further term is smaller by about σ⁻²)."""
+    x = a + 1.0
+    f = math.exp(-(x**2) / (2 * sigma**2))
+    u = x / sigma**2
+    d1, d3 = -u * f, (3 * u / sigma**2 - u**3) * f
+    integral = sigma * math.sqrt(2 * math.pi) * float(ndtr(-x / sigma))
+    return 2 * (integral + f / 2 - d1 / 12 + d3 / 720) / math.exp(log_z)
 
 
 class DiscreteGaussian(dist.Distribution):
@@ -282,6 +296,22 @@ class DiscreteGaussianMechanism(IntegerMechanism):
 
     def noise(self, loc):
         return DiscreteGaussian(loc, self.scale)
+
+    def _accuracy(self, scale, alpha):
+        log_z = _log_normalizer(scale)
+        if scale > 1e4:  # Σ_{k>a} by Euler–Maclaurin: its next term is below double precision at this σ
+            a = math.ceil(scale * float(ndtri(1.0 - alpha / 2)))
+            while a > 0 and _dg_tail(a - 1, scale, log_z) <= alpha:
+                a -= 1
+            while _dg_tail(a, scale, log_z) > alpha:
+                a += 1
+            return float(a)
+        # P(|noise| > a) = 2 Σ_{k > a} P(k), summed from the far end (no 1 − (1 − ε) round-off), far enough
+        # out that the sub-Gaussian tail beyond holds under 10⁻⁶ α
+        top = math.ceil(scale * math.sqrt(2 * math.log(2e6 / alpha))) + 2
+        k = np.arange(0, top + 1, dtype=float)
+        tail = 2 * np.cumsum(np.exp(-(k**2) / (2 * scale**2) - log_z)[::-1])[::-1]  # P(|noise| ≥ k), k ≥ 1
+        return float(np.argmax(np.append(tail[1:], 0.0) <= alpha))  # the first a with P(|noise| > a) ≤ α
 
     def _max_log_density_per_entry(self):
         return -self._log_z

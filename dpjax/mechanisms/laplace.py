@@ -4,6 +4,7 @@ geometric) mechanism, both pure ε-DP."""
 from __future__ import annotations
 
 import functools
+import math
 from fractions import Fraction
 
 import jax.numpy as jnp
@@ -84,6 +85,9 @@ class LaplaceMechanism(_LaplaceLike):
 
     def noise(self, loc):
         return dist.Laplace(loc, self.scale)
+
+    def _accuracy(self, scale, alpha):
+        return scale * math.log(1.0 / alpha)  # P(|noise| > a) = exp(−a / b)
 
     def _max_log_density_per_entry(self):
         xp = array_module(self.scale)
@@ -167,6 +171,16 @@ class DiscreteLaplaceMechanism(_LaplaceLike, IntegerMechanism):
 
     def noise(self, loc):
         return DiscreteLaplace(loc, self.scale)
+
+    def _accuracy(self, scale, alpha):
+        # P(|noise| > a) = 2 p^(a+1) / (1 + p), p = exp(−1/b), for integers a ≥ 0
+        p = math.exp(-1.0 / scale)
+        a = max(0, math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p) - 1))
+        while a > 0 and 2 * p**a / (1 + p) <= alpha:  # guard the rounding of the closed form
+            a -= 1
+        while 2 * p ** (a + 1) / (1 + p) > alpha:
+            a += 1
+        return float(a)
 
     def _max_log_density_per_entry(self):
         xp = array_module(self.scale)
