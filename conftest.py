@@ -94,6 +94,8 @@ SLOW_TESTS = (
     # the strict docs build (~3 min: it executes every cookbook recipe); run it before landing a change to
     # docs/, the docstrings or the engines the cookbook runs
     "tests/test_docs.py::test_docs_build_strict",
+    # the range rule is read in one place (spec.model_spec, tested by default); here through each engine
+    "tests/test_site_rules.py::test_every_engine_warns_of_a_release_out_of_reach",
     # the notebooks (the README's example runs by default)
     "tests/test_notebooks.py",
     # further exact-answer runs of engines that keep one by default

@@ -274,3 +274,47 @@ def test_a_plate_sized_by_a_concrete_integer_array_is_accepted():
         jax.random.key(0), 5, None, (np.int64(10), jnp.array(7.0)), {}
     )
     assert state.records["yes"].shape == (10,)
+
+
+@pytest.mark.parametrize(
+    "release, warns",
+    [(20.3, False), (-30.0, False), (55.0, False), (65.0, True), (5000.0, True), (-3000.0, True)],
+)
+def test_a_release_far_outside_every_value_of_its_statistic_warns(release, warns):
+    """T = Σ Bernoulli ∈ [0, 10]: a release 30 or 45 Laplace scales outside is improbable but possible
+    (no warning: the threshold is e⁻⁵⁰, 50 scales); 55 or thousands of scales outside is a mistake (a
+    wrong scale, a mean released as a sum), named by the model spec that every engine reads."""
+    import warnings
+
+    from dpjax.infer.spec import model_spec, prototype
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        model_spec(prototype(count_model, jax.random.key(0), (10, jnp.array(release)), {}))
+    flagged = [str(w.message) for w in seen if issubclass(w.category, dpjax.infer.ReleaseRangeWarning)]
+    assert bool(flagged) == warns, flagged
+    assert not warns or ("privatized site 'count'" in flagged[0] and "[0, 10]" in flagged[0])
+
+
+def test_every_engine_warns_of_a_release_out_of_reach():
+    import warnings
+
+    args = (10, jnp.array(5000.0))
+    calls = {
+        "DataAugmentationKernel": lambda: run_mcmc(DataAugmentationKernel(count_model), *args),
+        "exact_abc": lambda: exact_abc(
+            jax.random.key(0), count_model, *args, num_samples=5, max_proposals=10_000, progress_bar=False
+        ),
+        "PseudoMarginalABC": lambda: run_mcmc(PseudoMarginalABC(count_model, 4), *args),
+        "mcem": lambda: mcem(
+            jax.random.key(0), count_model, {"p": 0.5}, *args, num_particles=(10,), tolerances=(1e-2,)
+        ),
+    }
+    for engine, call in calls.items():
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                call()
+            except Exception:  # noqa: BLE001 - only the warning is checked (nothing may be accepted)
+                pass
+        assert any(issubclass(w.category, dpjax.infer.ReleaseRangeWarning) for w in seen), engine

@@ -20,6 +20,7 @@ from .record_sweep import SweepResult, accept_records, record_sweep
 from .replicates import run_chain
 from .reversible_jump import CapacityWarning, ReversibleJumpKernel
 from .soma import SomaResult, place_records, soma_sweep
+from .spec import ReleaseRangeWarning
 from .stochastic_em import StochasticEMResult, m_step_update, stochastic_em
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "PMState",
     "PseudoMarginalABC",
     "PseudoMarginalWarning",
+    "ReleaseRangeWarning",
     "RoundOffWarning",
     "SlowABCWarning",
     "StickyRecordsWarning",
