@@ -50,6 +50,15 @@ class PrivatizedInfo(NamedTuple):
     record_values: tuple = ()
     size: Any = None
     active: Any = None
+    groups: Any = None  # int (n,): each record's unit, for a release of one T per unit (else None)
+    num_groups: int | None = None  # G, static
+
+    def total(self, per_record):
+        """T from the per-record statistics (records along axis 0): their sum, or with ``groups`` the sum
+        within each unit, shape (G, ...). The one place every engine adds records up."""
+        if self.groups is None:
+            return jnp.sum(per_record, axis=0)
+        return jax.ops.segment_sum(per_record, self.groups, num_segments=self.num_groups)
 
 
 class allow_overflow(Messenger):
@@ -260,6 +269,40 @@ def _check_gradient_sampler(name, record_sites, plate):
     )
 
 
+def _check_groups(name, groups, num_groups, n, obs, active):
+    """``(groups, G)`` of a grouped release, checked (``ValueError`` naming the argument), or ``(None,
+    None)``."""
+    if groups is None:
+        if num_groups is not None:
+            raise ValueError(f"privatized site {name!r}: `num_groups` without `groups`.")
+        return None, None
+    if active is not None:
+        raise ValueError(
+            f"privatized site {name!r}: a release per unit (`groups`) with an unknown n (a records_plate) is "
+            "not supported yet; give the records plate a known size."
+        )
+    groups = jnp.asarray(groups)
+    if groups.shape != (n,) or not jnp.issubdtype(groups.dtype, jnp.integer):
+        raise ValueError(
+            f"privatized site {name!r}: `groups` must be an int array of shape ({n},), one unit per record; "
+            f"got {groups.dtype} of shape {groups.shape}."
+        )
+    if num_groups is None:
+        if obs is not None:
+            num_groups = int(np.shape(obs)[0]) if np.ndim(obs) else None
+        elif concrete(groups):
+            num_groups = int(np.max(np.asarray(groups))) + 1
+        if num_groups is None:
+            raise ValueError(
+                f"privatized site {name!r}: give `num_groups` (G) or a release `obs` of shape (G, ...)."
+            )
+    if not isinstance(num_groups, (int, np.integer)) or num_groups < 1:
+        raise ValueError(f"privatized site {name!r}: `num_groups` must be an int ≥ 1, got {num_groups!r}.")
+    if concrete(groups) and not np.all((np.asarray(groups) >= 0) & (np.asarray(groups) < num_groups)):
+        raise ValueError(f"privatized site {name!r}: `groups` must lie in 0 .. {num_groups - 1}.")
+    return groups, int(num_groups)
+
+
 def privatized(
     name: str,
     mechanism: Mechanism,
@@ -268,8 +311,11 @@ def privatized(
     *,
     plate: str,
     obs=None,
+    groups=None,
+    num_groups: int | None = None,
 ):
-    """Declare a differentially private release of ``T = Σᵢ statistic(recordᵢ)``.
+    """Declare a differentially private release of ``T = Σᵢ statistic(recordᵢ)``, or of one such total
+    per unit: ``T_g = Σ_{i in unit g} statistic(recordᵢ)`` with ``groups``.
 
     Inside a NumPyro model this is an observed sample site ``name`` with distribution
     ``mechanism(T)``; with ``obs=None`` it simulates a release (so the same model generates
@@ -285,6 +331,12 @@ def privatized(
     :param plate: the records plate (the outermost plate of those sites): its name, or the
         :class:`records_plate` itself when the database's size is a site (or is padded).
     :param obs: the observed release, or ``None`` to simulate one.
+    :param groups: for one release per unit (per block, county or stratum; per record for local DP): a
+        public int array ``(n,)`` giving each record's unit in ``0 .. G−1``. The release then has shape
+        ``(G, *shape of t)``, the mechanism adds its noise to each unit's total, and a record update
+        touches its unit's total only. Each record feeds one unit's release, so the guarantee of the
+        whole release is that of one unit's (parallel composition).
+    :param num_groups: G; default ``obs.shape[0]``, or ``max(groups) + 1`` when ``obs`` is None.
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(n, s_dp=None):
@@ -311,6 +363,13 @@ def privatized(
     sizes = {k: (jnp.shape(v)[0] if jnp.ndim(v) else None) for k, v in records.items()}
     if None in sizes.values() or len(set(sizes.values())) != 1:
         raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
+    n_records = next(iter(sizes.values()))
+    groups, num_groups = _check_groups(name, groups, num_groups, n_records, obs, active)
+    if groups is not None and not (mechanism.additive and np.ndim(mechanism.scale) == 0):
+        raise ValueError(
+            f"privatized site {name!r}: a release per unit (`groups`) needs an additive mechanism with one "
+            "set of parameters for every unit (a scalar ε or scale); per-unit budgets are not supported yet."
+        )
     try:
         per_record = record_statistics(statistic, records)
     except KeyError as e:
@@ -327,7 +386,10 @@ def privatized(
             )
         # the slots beyond the size are no records: they add nothing to T
         per_record = jnp.where(active.reshape((-1,) + (1,) * (per_record.ndim - 1)), per_record, 0.0)
-    total = jnp.sum(per_record, axis=0)
+    info = PrivatizedInfo(
+        mechanism, statistic, plate, tuple(records), tuple(records.values()), size, active, groups, num_groups
+    )
+    total = info.total(per_record)
     try:
         mechanism.check_release_shape(total.shape, "the statistic T = Σ t(record)")
     except ValueError as e:
@@ -347,7 +409,6 @@ def privatized(
         _check_release(name, mechanism, per_record, total, None if raw_obs is None else np.asarray(raw_obs))
     if _PYRO_STACK:
         _check_gradient_sampler(name, tuple(records), plate)
-    info = PrivatizedInfo(mechanism, statistic, plate, tuple(records), tuple(records.values()), size, active)
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})
 
 

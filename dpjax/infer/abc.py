@@ -251,11 +251,11 @@ def _make_batch(model, simulator, spec: PriorSpec):
                 public = {k: tr[k]["value"] for k in info.record_sites if k not in records}
                 obs, mech, stat, active = tr[n]["value"], info.mechanism, info.statistic, info.active
 
-                def one(mine, public=public, obs=obs, mech=mech, stat=stat, active=active):
+                def one(mine, public=public, obs=obs, mech=mech, stat=stat, active=active, info=info):
                     per = record_statistics(stat, {**mine, **public})
                     if active is not None:
                         per = masked(per, active)
-                    return jnp.sum(mech(jnp.sum(per, axis=0)).log_prob(obs))
+                    return jnp.sum(mech(info.total(per)).log_prob(obs))
 
                 log_eta = log_eta + jax.vmap(one)(mine)
         else:

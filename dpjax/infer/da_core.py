@@ -157,7 +157,7 @@ def observed(core: Core, given, records, model_args, model_kwargs):
 def statistics(spec: ModelSpec, infos, public, records, active):
     """``{site: T}`` of the database ``public`` ∪ ``records``."""
     t_now = per_record(infos, {**public, **records}, active)
-    return {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_now)}
+    return {n: info.total(t) for (n, _), info, t in zip(spec.privatized, infos, t_now)}
 
 
 def log_eta(spec: ModelSpec, infos, releases, stats):
@@ -207,7 +207,7 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
     )  # fmt: skip
     public, releases, active, infos = observed(core, {**theta, **size}, records, model_args, model_kwargs)
     t_records = per_record(infos, {**public, **records}, active)
-    stats = {n: jnp.sum(t, 0) for (n, _), t in zip(spec.privatized, t_records)}
+    stats = {n: info.total(t) for (n, _), info, t in zip(spec.privatized, infos, t_records)}
     nc = core.init_moves(theta) if core.num_moves else ()
     valid = jnp.isfinite(log_eta(spec, infos, releases, stats)) & theta_block.in_support(theta, spec.supports)
     for info, t in zip(infos, t_records):  # checked on the host when concrete
@@ -311,10 +311,11 @@ def build_kernel(core: Core):
         t_fresh = per_record(infos, {**public, **proposals})  # every slot (the size jumps read them)
         t_new = t_fresh if active is None else tuple(masked(t, active) for t in t_fresh)
         # residuals recomputed from scratch each sweep, so float error never accumulates
-        residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_old))
+        residuals = tuple(s - info.total(t) for s, info, t in zip(releases, infos, t_old))
         densities = [sweep_density(info.mechanism, s) for info, s in zip(infos, releases)]
+        groups = tuple(info.groups for info in infos)
         records, result = sweep(
-            key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active
+            key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active, groups
         )
         log_density, residuals = result.log_density, result.residuals
         nc, nc_rate = state.nc, state.nc_accept_rate

@@ -2,8 +2,9 @@
 release, as a pure kernel built once from static settings (BlackJAX's shape).
 
 ``build_kernel(update, discrete_records)`` returns ``kernel(rng_key, records, proposals, t_old, t_new,
-residuals, densities, active) -> (records, RecordInfo)``: ``"sweep"`` offers proposal i to record i
-(:func:`~dpjax.infer.record_sweep`, O(dim t) per update), ``"soma"`` offers each proposal to every record
+residuals, densities, active, groups=None) -> (records, RecordInfo)``: ``"sweep"`` offers proposal i to
+record i (:func:`~dpjax.infer.record_sweep`, O(dim t) per update; with ``groups``, a release per unit, it
+moves record i's unit's total only), ``"soma"`` offers each proposal to every record
 (:func:`~dpjax.infer.soma.soma_sweep`). Both target p(x | θ, s) exactly.
 """
 
@@ -90,19 +91,24 @@ def build_kernel(update: str = "sweep", discrete_records: bool = False):
     if update not in ("sweep", "soma"):
         raise ValueError(f"`update` must be 'sweep' or 'soma', got {update!r}.")
 
-    def soma(rng_key, records, proposals, t_old, t_new, residuals, densities, active):
+    def soma(rng_key, records, proposals, t_old, t_new, residuals, densities, active, groups=None):
+        if groups is not None and any(g is not None for g in groups):
+            raise ValueError(
+                "record_update='soma' offers each proposal to every record, across units: it does not take a "
+                "release per unit (`groups`) yet; use record_update='sweep'."
+            )
         result = soma_sweep(rng_key, t_old, t_new, residuals, densities, active)
         records = place_records(result.source, proposals, records)
         return records, RecordInfo(
             None, result.residuals, result.log_density, result.accept_rate, result.move_rate
         )
 
-    def sweep(rng_key, records, proposals, t_old, t_new, residuals, densities, active):
+    def sweep(rng_key, records, proposals, t_old, t_new, residuals, densities, active, groups=None):
         moving = active
         if discrete_records:
             differs = rows_differ([proposals[k] for k in records], records.values())
             moving = differs if active is None else active & differs
-        result = record_sweep(rng_key, t_old, t_new, residuals, densities, moving)
+        result = record_sweep(rng_key, t_old, t_new, residuals, densities, moving, groups=groups)
         new = accept_records(result.accepted, proposals, records)
         accept_rate = move_rate = result.accept_rate
         if discrete_records:  # the seed's rate: each of the (slots − m) repeats is accepted

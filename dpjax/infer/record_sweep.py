@@ -48,6 +48,7 @@ def record_sweep(
     log_noise: Sequence[Callable],
     active: jax.Array | None = None,
     unroll: int | None = None,
+    groups: Sequence[jax.Array | None] | None = None,
 ) -> SweepResult:
     """One systematic sweep of independence-Metropolis record updates.
 
@@ -62,6 +63,9 @@ def record_sweep(
         changes the loop's layout, not the update: on XLA:CPU the draws are the same for any value; a
         GPU may fuse an unrolled body's float arithmetic differently, so its last bits (then, rarely,
         an accept decision) can differ between values, never the chain's law.
+    :param groups: per site, None, or for a release of one total per unit the records' units, int
+        ``(n,)``: that site's residual is ``(G, *stat_shape)`` and record i's update reads and moves row
+        ``groups[i]`` only, O(dim t) whatever G (its mechanism's parameters must be scalars).
     :return: a :class:`SweepResult`.
     """
     residuals = tuple(residuals)
@@ -79,6 +83,25 @@ def record_sweep(
     def log_eta(res):
         return sum(jnp.sum(f(r)) for f, r in zip(log_noise, res))
 
+    grouped = groups is not None and any(g is not None for g in groups)
+
+    def grouped_step(carry, xs):
+        # each site's change of log η from its own rows: unit g's row for a grouped site, all of it else
+        res, logp = carry
+        delta, log_u, units = xs
+        rows, rows_star, log_alpha = [], [], 0.0
+        for f, r, d, g in zip(log_noise, res, delta, units):
+            row = r if g is None else lax.dynamic_index_in_dim(r, g, keepdims=False)
+            rows.append(row)
+            rows_star.append(row + d)
+            log_alpha = log_alpha + jnp.sum(f(row + d)) - jnp.sum(f(row))
+        accept = log_u < log_alpha
+        new = []
+        for r, row, star, g in zip(res, rows, rows_star, units):
+            kept = jnp.where(accept, star, row)
+            new.append(kept if g is None else lax.dynamic_update_index_in_dim(r, kept, g, 0))
+        return (tuple(new), logp + jnp.where(accept, log_alpha, 0.0)), (accept, log_alpha)
+
     def step(carry, xs):
         res, logp = carry
         delta, log_u = xs
@@ -91,7 +114,12 @@ def record_sweep(
 
     log_u = jnp.log(uniform(rng_key, (n,)))
     init = (residuals, log_eta(residuals))
-    (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u), unroll=unroll)
+    if grouped:
+        xs = (deltas, log_u, tuple(groups))
+        (residuals, _), (accepted, log_alpha) = lax.scan(grouped_step, init, xs, unroll=unroll)
+        logp = log_eta(residuals)  # afresh: the carried sum of changes would drift in float32
+    else:
+        (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u), unroll=unroll)
     accepted = accepted & active
     alpha = jnp.where(active, jnp.exp(jnp.minimum(log_alpha, 0.0)), 0.0)
     return SweepResult(accepted, residuals, mean_rate(alpha, jnp.sum(active)), logp)

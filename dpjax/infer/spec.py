@@ -167,7 +167,7 @@ def _warn_out_of_reach(name, info, tr):
             records[k] = jnp.broadcast_to(values[j], np.shape(tr[k]["value"])).astype(tr[k]["value"].dtype)
         t = np.asarray(record_statistics(info.statistic, records), float)
         lo, hi = (t, t) if lo is None else (np.minimum(lo, t), np.maximum(hi, t))
-    lo, hi = lo.sum(0), hi.sum(0)
+    lo, hi = info.total(lo), info.total(hi)
     s = np.asarray(release, float)
     nearest = np.clip(s, lo, hi)
     deficit = np.asarray(mechanism.log_noise_density(s - nearest) - mechanism.log_noise_density(0 * s))
