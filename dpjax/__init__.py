@@ -7,6 +7,7 @@ from .mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     Mechanism,
+    RandomizedResponseMechanism,
     clamp,
     normalize,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "GaussianMechanism",
     "LaplaceMechanism",
     "Mechanism",
+    "RandomizedResponseMechanism",
     "clamp",
     "compositional",
     "infer",

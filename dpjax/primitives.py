@@ -183,7 +183,7 @@ def _check_release(name, mechanism, per_record, total, obs):
                 f"privatized site {name!r}: the release or the statistic reaches {magnitude:.10g}, where "
                 f"{dtype.name}{default} has spacing {spacing:g}, but this release needs {need}. {fix}"
             )
-    if not known_scale or not mechanism.additive:
+    if not known_scale or not mechanism.additive or not mechanism.unbounded_noise:
         return
     scale = np.asarray(mechanism.scale, float)
     # the density must stay finite at residuals from 0 up to the largest one an imputation can reach

@@ -104,3 +104,55 @@ def test_exact_abc_matches_the_exact_posterior_per_unit():
     m1, m2 = exact_moments(RELEASE)
     assert mcse_z_test(draws, m1).passed and mcse_z_test(draws**2, m2).passed
     assert not mcse_z_test(draws, m1 + 0.02).passed
+
+
+# ------------------------------------------------------------------ local DP: one release per record
+RR = dpjax.RandomizedResponseMechanism(epsilon=1.0, num_categories=2)
+
+
+def local_count(n, s=None):
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    with numpyro.plate("people", n):
+        x = numpyro.sample("x", dist.Bernoulli(p))
+    dpjax.privatized("answers", RR, lambda r: r["x"], {"x": x}, plate="people", obs=s, groups=jnp.arange(n))
+
+
+def test_a_locally_private_count_matches_the_exact_posterior():
+    """Each person's yes/no released by randomized response (ε = 1), one release per record:
+    p(s | p) = Πᵢ [p η(sᵢ | 1) + (1−p) η(sᵢ | 0)]."""
+    answers = np.array([1, 0, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1])
+    keep = np.e / (np.e + 1)
+    grid = np.linspace(0.0, 1.0, 4001)[1:-1]
+    yes = np.where(answers == 1, keep, 1 - keep)  # η(sᵢ | xᵢ = 1)
+    log_lik = np.log(grid[:, None] * yes + (1 - grid[:, None]) * (1 - yes)).sum(1)
+    m1, m2 = grid_moments(grid, stats.beta(2, 2).logpdf(grid) + log_lik, orders=(1, 2))
+    mcmc = MCMC(
+        DataAugmentationKernel(local_count, theta_update=beta_update),
+        num_warmup=300, num_samples=2000, num_chains=4, chain_method="vectorized", progress_bar=False,
+    )  # fmt: skip
+    mcmc.run(jax.random.key(3), len(answers), jnp.asarray(answers))
+    draws = np.asarray(mcmc.get_samples(group_by_chain=True)["p"])
+    assert mcse_z_test(draws, m1).passed and mcse_z_test(draws**2, m2).passed
+    assert not mcse_z_test(draws, m1 + 0.02).passed
+
+
+def test_randomized_response_releases_and_densities():
+
+    rr = dpjax.RandomizedResponseMechanism(epsilon=0.7, num_categories=4)
+    keep = np.exp(0.7) / (np.exp(0.7) + 3)
+    assert float(rr.keep_probability) == pytest.approx(keep)
+    # the exact release's frequencies (seeded host randomness) against its law
+    released = rr.release(jax.random.key(0), np.full(20_000, 2))
+    freq = np.bincount(released, minlength=4) / 20_000
+    np.testing.assert_allclose(freq, [(1 - keep) / 3] * 2 + [keep] + [(1 - keep) / 3], atol=0.012)
+    assert rr.release(None, [0, 3]).dtype == np.int64  # the operating system's randomness
+    # the NumPyro distribution and the residual density agree on every (release, T)
+    s, t = np.meshgrid(np.arange(4), np.arange(4))
+    np.testing.assert_allclose(
+        rr(jnp.asarray(t, jnp.float32), event_dim=0).log_prob(s), rr.log_density(s, t), rtol=1e-6
+    )
+    np.testing.assert_allclose(np.exp(rr.log_density(np.arange(4), 1)).sum(), 1.0, rtol=1e-6)
+    assert rr.guarantee.epsilon == 0.7
+    for bad in ({"epsilon": 0.0, "num_categories": 2}, {"epsilon": 1.0, "num_categories": 1}):
+        with pytest.raises(ValueError):
+            dpjax.RandomizedResponseMechanism(**bad)

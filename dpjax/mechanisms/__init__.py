@@ -15,6 +15,7 @@ from .gaussian import (
 from .laplace import DiscreteLaplace, DiscreteLaplaceMechanism, LaplaceMechanism
 from .opendp import from_opendp
 from .preprocessing import clamp, normalize
+from .randomized_response import RandomizedResponseMechanism
 
 __all__ = [
     "DiscreteGaussian",
@@ -25,6 +26,7 @@ __all__ = [
     "Guarantee",
     "LaplaceMechanism",
     "Mechanism",
+    "RandomizedResponseMechanism",
     "analytic_gaussian_sigma",
     "clamp",
     "from_opendp",

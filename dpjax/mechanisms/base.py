@@ -27,6 +27,7 @@ __all__ = [
     "Mechanism",
     "check_key",
     "concrete",
+    "host_rng",
     "integer",
     "pytree_mechanism",
 ]
@@ -229,6 +230,9 @@ class Mechanism:
     #: mechanism sets False and defines ``noise(T)`` as the release law given T; every engine then
     #: evaluates ``log_density(s, T)``.
     additive: bool = True
+    #: Whether every residual has a finite noise density (False for randomized response, whose release
+    #: and statistic are both categories): ``privatized`` then probes the density's float range.
+    unbounded_noise: bool = True
 
     def noise(self, loc):
         """Per-entry NumPyro distribution of the release given ``T = loc``; batch shape =
@@ -358,7 +362,7 @@ class Mechanism:
         return f"{type(self).__name__}(scale={self.scale!r}; {self.guarantee})"
 
 
-def _host_rng(rng_key):
+def host_rng(rng_key):
     """``secrets.SystemRandom()`` for ``None``; else ``random.Random`` seeded from the key's bits."""
     if rng_key is None:
         return secrets.SystemRandom()
@@ -451,7 +455,7 @@ class IntegerMechanism(Mechanism):
         if values.shape and params.shape:
             self.check_release_shape(values.shape, "`statistic`")
         shape = params.shape or values.shape
-        rng, draw = _host_rng(rng_key), self._exact_draw
+        rng, draw = host_rng(rng_key), self._exact_draw
         flat = np.broadcast_to(params, shape).ravel().tolist()
         noise = [draw(p, rng) for p in flat]
         return exact.add_integers(np.broadcast_to(values, shape), noise)
