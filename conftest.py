@@ -96,6 +96,9 @@ SLOW_TESTS = (
     "tests/test_docs.py::test_docs_build_strict",
     # the range rule is read in one place (spec.model_spec, tested by default); here through each engine
     "tests/test_site_rules.py::test_every_engine_warns_of_a_release_out_of_reach",
+    # a release per unit: DA's exact-answer test runs by default, the other engines' here
+    "tests/test_grouped.py::test_exact_abc_matches_the_exact_posterior_per_unit",
+    "tests/test_grouped.py::test_pseudo_marginal_and_mcem_take_a_release_per_unit",
     # the notebooks (the README's example runs by default)
     "tests/test_notebooks.py",
     # further exact-answer runs of engines that keep one by default
