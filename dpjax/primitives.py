@@ -52,6 +52,11 @@ class PrivatizedInfo(NamedTuple):
     active: Any = None
     groups: Any = None  # int (n,): each record's unit, for a release of one T per unit (else None)
     num_groups: int | None = None  # G, static
+    transform: Callable | None = None  # the released value as a function of the totals T (else T)
+
+    def released(self, total):
+        """What the mechanism adds its noise to: ``transform(T)``, or T itself."""
+        return total if self.transform is None else self.transform(total)
 
     def total(self, per_record):
         """T from the per-record statistics (records along axis 0): their sum, or with ``groups`` the sum
@@ -313,6 +318,7 @@ def privatized(
     obs=None,
     groups=None,
     num_groups: int | None = None,
+    transform: Callable | None = None,
 ):
     """Declare a differentially private release of ``T = Σᵢ statistic(recordᵢ)``, or of one such total
     per unit: ``T_g = Σ_{i in unit g} statistic(recordᵢ)`` with ``groups``.
@@ -337,6 +343,11 @@ def privatized(
         touches its unit's total only. Each record feeds one unit's release, so the guarantee of the
         whole release is that of one unit's (parallel composition).
     :param num_groups: G; default ``obs.shape[0]``, or ``max(groups) + 1`` when ``obs`` is None.
+    :param transform: for a release of a known function of the totals (a mean, a variance, a ratio): the
+        mechanism adds its noise to ``transform(T)``, e.g. ``lambda T: T[0] / T[1]`` for a mean with
+        ``statistic=lambda r: jnp.stack([r["x"], 1.0])``. The record updates still move the totals T
+        (O(dim T) each); ``sensitivity`` is that of the released value (``(b − a) / n`` for the mean
+        of n values clamped to [a, b] with n public).
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(n, s_dp=None):
@@ -365,6 +376,11 @@ def privatized(
         raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
     n_records = next(iter(sizes.values()))
     groups, num_groups = _check_groups(name, groups, num_groups, n_records, obs, active)
+    if transform is not None and (groups is not None or active is not None or not callable(transform)):
+        raise ValueError(
+            f"privatized site {name!r}: `transform` must be a callable of the totals T, and is not supported "
+            "yet with `groups` or an unknown n (a records_plate)."
+        )
     if groups is not None and not (mechanism.additive and np.ndim(mechanism.scale) == 0):
         raise ValueError(
             f"privatized site {name!r}: a release per unit (`groups`) needs an additive mechanism with one "
@@ -386,10 +402,20 @@ def privatized(
             )
         # the slots beyond the size are no records: they add nothing to T
         per_record = jnp.where(active.reshape((-1,) + (1,) * (per_record.ndim - 1)), per_record, 0.0)
+    sites = tuple(records)
     info = PrivatizedInfo(
-        mechanism, statistic, plate, tuple(records), tuple(records.values()), size, active, groups, num_groups
+        mechanism,
+        statistic,
+        plate,
+        sites,
+        tuple(records.values()),
+        size,
+        active,
+        groups,
+        num_groups,
+        transform,
     )
-    total = info.total(per_record)
+    total = info.released(info.total(per_record))
     try:
         mechanism.check_release_shape(total.shape, "the statistic T = Σ t(record)")
     except ValueError as e:
@@ -406,7 +432,8 @@ def privatized(
             )
     if concrete(per_record, raw_obs):
         # check the value as given, before float32 rounding can hide a non-integer or a too-large release
-        _check_release(name, mechanism, per_record, total, None if raw_obs is None else np.asarray(raw_obs))
+        per_value = per_record if transform is None else total[None]  # the released value's own scale
+        _check_release(name, mechanism, per_value, total, None if raw_obs is None else np.asarray(raw_obs))
     if _PYRO_STACK:
         _check_gradient_sampler(name, tuple(records), plate)
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})

@@ -255,7 +255,7 @@ def _make_batch(model, simulator, spec: PriorSpec):
                     per = record_statistics(stat, {**mine, **public})
                     if active is not None:
                         per = masked(per, active)
-                    return jnp.sum(mech(info.total(per)).log_prob(obs))
+                    return jnp.sum(mech(info.released(info.total(per))).log_prob(obs))
 
                 log_eta = log_eta + jax.vmap(one)(mine)
         else:

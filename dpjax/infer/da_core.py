@@ -163,7 +163,7 @@ def statistics(spec: ModelSpec, infos, public, records, active):
 def log_eta(spec: ModelSpec, infos, releases, stats):
     """log η(s | T) summed over the privatized sites."""
     return sum(
-        jnp.sum(info.mechanism.log_density(s, stats[n]))
+        jnp.sum(info.mechanism.log_density(s, info.released(stats[n])))
         for (n, _), info, s in zip(spec.privatized, infos, releases)
     )
 
@@ -310,9 +310,13 @@ def build_kernel(core: Core):
         t_old = per_record(infos, {**public, **state.records}, active)
         t_fresh = per_record(infos, {**public, **proposals})  # every slot (the size jumps read them)
         t_new = t_fresh if active is None else tuple(masked(t, active) for t in t_fresh)
-        # residuals recomputed from scratch each sweep, so float error never accumulates
-        residuals = tuple(s - info.total(t) for s, info, t in zip(releases, infos, t_old))
-        densities = [sweep_density(info.mechanism, s) for info, s in zip(infos, releases)]
+        # what each site's sweep carries: s − T, or for a transformed release T₀ − T from this sweep's
+        # start T₀ (its density reads transform(T₀ − r)); recomputed each sweep, so float error never
+        # accumulates
+        totals = tuple(info.total(t) for info, t in zip(infos, t_old))
+        anchors = tuple(s if info.transform is None else T for s, info, T in zip(releases, infos, totals))
+        residuals = tuple(a - T for a, T in zip(anchors, totals))
+        densities = [sweep_density(info, s, a) for info, s, a in zip(infos, releases, anchors)]
         groups = tuple(info.groups for info in infos)
         records, result = sweep(
             key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active, groups
@@ -320,7 +324,7 @@ def build_kernel(core: Core):
         log_density, residuals = result.log_density, result.residuals
         nc, nc_rate = state.nc, state.nc_accept_rate
         jump_scale, blocked, size_info = state.jump_scale, state.capacity_blocked, state.info
-        stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
+        stats = {n: a - r for (n, _), a, r in zip(spec.privatized, anchors, residuals)}
         if core.size_kernel is not None:  # unknown n: size jumps, joint (θ, n) moves, births and deaths
             if result.accepted is None:  # SOMA put proposals in any slot: the statistics of the records now
                 t_now = per_record(infos, {**public, **records}, active)
@@ -341,7 +345,7 @@ def build_kernel(core: Core):
             nc_rate = moved.info.nc_accept_rate
             if core.num_moves:
                 theta_state = theta_block.point_at(theta, theta_state, spec.supports)
-            stats = {n: s - r for (n, _), s, r in zip(spec.privatized, releases, residuals)}
+            stats = {n: a - r for (n, _), a, r in zip(spec.privatized, anchors, residuals)}
             jump_scale, blocked, size_info = moved.jump_scale, blocked + moved.info.blocked, moved.info
         elif core.num_moves:
             learn = state.iteration < num_warmup  # the moves adapt in the warmup

@@ -62,9 +62,14 @@ def draw_records(model, latent_records, rng_key, given, model_args, model_kwargs
     return {k: tr[k]["value"] for k in latent_records}
 
 
-def sweep_density(mechanism, release):
-    """log η(s | T) as a function of the residual r = s − T, which the record sweep carries: the
-    noise density of an additive mechanism (the fast path), else η(s | s − r)."""
+def sweep_density(info, release, anchor=None):
+    """log η(s | T) as a function of what the record sweep carries, r = ``anchor`` − T: for a release of
+    T itself ``anchor`` is s, r the residual s − T, and the density the mechanism's noise density when
+    it is additive (the fast path), else η(s | s − r); for a release of ``transform(T)`` (``info``'s)
+    ``anchor`` is T at the sweep's start and the density η(s | transform(anchor − r))."""
+    mechanism = info.mechanism
+    if info.transform is not None:
+        return lambda r: mechanism.log_density(release, info.transform(anchor - r))
     if mechanism.additive:
         return mechanism.log_noise_density
     return lambda r: mechanism.log_density(release, release - r)

@@ -148,8 +148,8 @@ def _warn_out_of_reach(name, info, tr):
     mechanism, release = info.mechanism, tr[name]["value"]
     sites = info.record_sites
     latent = [k for k in sites if not tr[k]["is_observed"]]
-    if info.active is not None or not latent or not mechanism.additive:
-        return  # an unknown n (the range depends on it), or nothing to enumerate
+    if info.active is not None or info.transform is not None or not latent or not mechanism.additive:
+        return  # an unknown n (the range depends on it), a released function of T, or nothing to enumerate
     if not concrete(release, mechanism, [tr[k]["value"] for k in sites]):
         return
     try:
