@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import partial
 
 import jax
+import jax.numpy as jnp
 from numpyro.infer.hmc import HMC
 from numpyro.util import is_prng_key
 
@@ -154,7 +155,7 @@ class DataAugmentationKernel(PerChainKernel):
         if self._num_warmup > 0:
             report_at_end_of_warmup(state.iteration, self._num_warmup, new.record_move_rate, report_sticky)
         if self._size:  # after the vmap over chains, so the host is called only when a birth was refused
-            blocked = jax.numpy.sum(new.capacity_blocked - state.capacity_blocked)
+            blocked = jnp.sum(new.capacity_blocked - state.capacity_blocked)
             size_step.warn_when_blocked(blocked, self._spec.size_bounds[1])
 
     def check_end(self, state):

@@ -66,7 +66,7 @@ class SizeSettings(NamedTuple):
     ridge_moves: int = 0
 
 
-def size_settings(size_moves=100, size_jumps=SIZE_JUMPS, hold_size=None, ridge_moves=0) -> SizeSettings:
+def size_settings(size_moves, size_jumps, hold_size, ridge_moves) -> SizeSettings:
     """:class:`SizeSettings` from a user's arguments, each checked (``ValueError`` naming it)."""
     return SizeSettings(
         positive_int(size_moves, "size_moves"),

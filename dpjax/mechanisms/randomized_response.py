@@ -118,8 +118,7 @@ class RandomizedResponseMechanism(IntegerMechanism):
         return jnp.where(r == 0, log_keep, jnp.where(valid, log_other, -jnp.inf))
 
     def _max_log_density_per_entry(self):
-        xp = array_module(self._eps)
-        return xp.log(self.keep_probability) if xp is np else jnp.log(self.keep_probability)
+        return array_module(self._eps).log(self.keep_probability)
 
     def _accuracy(self, scale, alpha):
         return 0.0 if float(self.keep_probability) >= 1 - alpha else float(self.num_categories - 1)
