@@ -99,6 +99,13 @@ SLOW_TESTS = (
     # a release per unit: DA's exact-answer test runs by default, the other engines' here
     "tests/test_grouped.py::test_exact_abc_matches_the_exact_posterior_per_unit",
     "tests/test_grouped.py::test_pseudo_marginal_and_mcem_take_a_release_per_unit",
+    "tests/test_grouped.py::test_a_hierarchical_model_of_unit_rates_matches_the_exact_posterior",
+    # a released mean and variance (the released proportion's exact test runs by default)
+    "tests/test_released_functions.py::test_a_released_mean_and_variance_match_the_grid_posterior_and_exact_abc",
+    "tests/test_released_functions.py::test_a_released_proportion_per_unit_matches_the_exact_posterior",
+    # negative-binomial records' non-centred moves (their noise map's round trip and law run by default)
+    "tests/test_noncentred.py::test_negative_binomial_moves_match_the_exact_posterior_and_mix_faster",
+    "tests/test_noncentred.py::test_chains_that_disagree_at_the_end_of_warmup_name_the_slow_site",
     # the notebooks (the README's example runs by default)
     "tests/test_notebooks.py",
     # further exact-answer runs of engines that keep one by default

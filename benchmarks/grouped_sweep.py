@@ -32,10 +32,12 @@ def sweep_ns(n, units, grouped, sweeps):
         t_old, t_new, groups = one_hot * x_old[:, None], one_hot * x_new[:, None], None
         residual = jnp.full((units,), 0.5)
 
+    def density(r, unit=None):  # a grouped site's density takes the unit (for per-unit parameters)
+        return mech.log_noise_density(r)
+
     def run(key, t_old, t_new, groups):  # the arrays as arguments: XLA would fold constants for minutes
         def body(i, res):
-            out = record_sweep(jax.random.fold_in(key, i), (t_old,), (t_new,), res, (mech.log_noise_density,),
-                               groups=groups)  # fmt: skip
+            out = record_sweep(jax.random.fold_in(key, i), (t_old,), (t_new,), res, (density,), groups=groups)
             return out.residuals
 
         return jax.lax.fori_loop(0, sweeps, body, (residual,))

@@ -56,7 +56,32 @@ class PrivatizedInfo(NamedTuple):
 
     def released(self, total):
         """What the mechanism adds its noise to: ``transform(T)``, or T itself."""
-        return total if self.transform is None else self.transform(total)
+        if self.transform is None:
+            return total
+        return self.transform(total) if self.groups is None else jax.vmap(self.transform)(total)  # per unit
+
+    @property
+    def guarantee(self):
+        """The privacy guarantee of the whole release. Without ``groups`` the mechanism's. With them each
+        record feeds one unit's release, so by parallel composition the whole is as private as its least
+        private unit: with per-unit budgets (parameters of shape (G, ...)), each unit's guarantee is the
+        sum over its entries and the whole's the largest of them."""
+        g = self.mechanism.guarantee
+        if self.groups is None:
+            return g
+        per_unit = {}
+        for kind in ("epsilon", "rho"):
+            entries = getattr(g, f"{kind}_per_entry")
+            if entries is None:
+                continue
+            # one budget per entry of the (G, ...) release: summed within a unit, the largest unit's overall
+            if concrete(entries):
+                values = np.asarray(entries, float).reshape(self.num_groups, -1).sum(1)
+                per_unit[kind], per_unit[f"{kind}_per_entry"] = float(values.max()), tuple(values.tolist())
+            else:
+                values = jnp.reshape(entries, (self.num_groups, -1)).sum(1)
+                per_unit[kind], per_unit[f"{kind}_per_entry"] = values.max(), values
+        return g._replace(**per_unit)
 
     def total(self, per_record):
         """T from the per-record statistics (records along axis 0): their sum, or with ``groups`` the sum
@@ -341,7 +366,8 @@ def privatized(
         public int array ``(n,)`` giving each record's unit in ``0 .. G−1``. The release then has shape
         ``(G, *shape of t)``, the mechanism adds its noise to each unit's total, and a record update
         touches its unit's total only. Each record feeds one unit's release, so the guarantee of the
-        whole release is that of one unit's (parallel composition).
+        whole release is that of its least private unit (parallel composition; ``PrivatizedInfo.guarantee``).
+        Mechanism parameters of the release's shape ``(G, ...)`` give each unit its own budget.
     :param num_groups: G; default ``obs.shape[0]``, or ``max(groups) + 1`` when ``obs`` is None.
     :param transform: for a release of a known function of the totals (a mean, a variance, a ratio): the
         mechanism adds its noise to ``transform(T)``, e.g. ``lambda T: T[0] / T[1]`` for a mean with
@@ -376,15 +402,15 @@ def privatized(
         raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
     n_records = next(iter(sizes.values()))
     groups, num_groups = _check_groups(name, groups, num_groups, n_records, obs, active)
-    if transform is not None and (groups is not None or active is not None or not callable(transform)):
+    if transform is not None and (active is not None or not callable(transform)):
         raise ValueError(
             f"privatized site {name!r}: `transform` must be a callable of the totals T, and is not supported "
-            "yet with `groups` or an unknown n (a records_plate)."
+            "yet with an unknown n (a records_plate)."
         )
-    if groups is not None and not (mechanism.additive and np.ndim(mechanism.scale) == 0):
+    if groups is not None and not mechanism.additive:
         raise ValueError(
-            f"privatized site {name!r}: a release per unit (`groups`) needs an additive mechanism with one "
-            "set of parameters for every unit (a scalar ε or scale); per-unit budgets are not supported yet."
+            f"privatized site {name!r}: a release per unit (`groups`) needs an additive mechanism (noise "
+            f"added to each unit's total), got {type(mechanism).__name__}."
         )
     try:
         per_record = record_statistics(statistic, records)

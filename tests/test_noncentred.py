@@ -14,6 +14,7 @@ import dpjax
 from dpjax.diagnostics import mcse_z
 from dpjax.infer import DataAugmentationKernel
 from dpjax.infer.noncentred import _from_noise, noise_of, to_noise, unconstrained_target
+from dpjax.testing import mcse_z_test
 
 N, TAU1, TAU2 = 100, 80.0, 200.0  # the release is far weaker than the records: plain DA crawls
 
@@ -114,6 +115,8 @@ PRECISION = jnp.array([[2.0, 0.5], [0.5, 1.0]])
         (dist.Bernoulli(0.3), jnp.array([0.0, 1.0, 1.0])),
         (dist.Categorical(jnp.array([0.2, 0.5, 0.3])), jnp.array([0, 1, 2])),
         (dist.Poisson(3.5), jnp.array([0.0, 2.0, 7.0, 15.0])),
+        (dist.NegativeBinomial2(6.0, 0.7), jnp.array([0.0, 2.0, 7.0, 40.0])),
+        (dist.NegativeBinomialProbs(3.0, 0.8), jnp.array([0.0, 5.0, 30.0])),
         (
             dist.MultivariateNormal(jnp.array([1.0, -2.0]), precision_matrix=PRECISION),
             jnp.array([[0.0, 1.0], [3.0, -2.5], [1.0, -2.0]]),
@@ -131,7 +134,13 @@ def test_noise_representation_round_trips(fn, x):
 
 
 @pytest.mark.parametrize(
-    "fn", [dist.Bernoulli(0.3), dist.Categorical(jnp.array([0.2, 0.5, 0.3])), dist.Poisson(3.5)]
+    "fn",
+    [
+        dist.Bernoulli(0.3),
+        dist.Categorical(jnp.array([0.2, 0.5, 0.3])),
+        dist.Poisson(3.5),
+        dist.NegativeBinomial2(6.0, 0.7),
+    ],
 )
 def test_discrete_noise_is_uniform(fn):
     """u drawn given x ~ f is Uniform(0, 1): the noise law does not depend on θ."""
@@ -361,3 +370,88 @@ def test_random_walk_adapts_a_dense_covariance():
     assert np.allclose(learnt, np.cov(np.asarray(draws).T), atol=0.02), learnt
     steps = jax.vmap(lambda k: proposer(state)(k, jnp.zeros(2)))(jax.random.split(jax.random.key(1), 20_000))
     assert np.corrcoef(np.asarray(steps).T)[0, 1] > 0.95
+
+
+NB_N, NB_RELEASE = 30, 290.4
+NB_NOISE = dpjax.LaplaceMechanism(epsilon=0.05, sensitivity=1.0)  # scale 20 against Σx's prior sd ≈ 40
+
+
+def negative_binomial_model(s=None):
+    m = numpyro.sample("m", dist.Gamma(4.0, 0.4))
+    r = numpyro.sample("r", dist.Gamma(2.0, 1.0))  # the dispersion: the records pin it, the release hardly
+    with numpyro.plate("people", NB_N):
+        x = numpyro.sample("x", dist.NegativeBinomial2(m, r))
+    dpjax.privatized("total", NB_NOISE, lambda q: q["x"], {"x": x}, plate="people", obs=s)
+
+
+def negative_binomial_exact():
+    """E[m | s], E[r | s] on a grid: Σx of NB2(m, r) records is NB2(N m, N r), summed against the noise."""
+    m, r = np.linspace(0.01, 40, 400)[:, None, None], np.linspace(0.005, 12, 400)[None, :, None]
+    k = np.arange(0, int(NB_RELEASE + 40 * NB_NOISE.scale))[None, None, :]
+    a = NB_N * r
+    lik = (
+        stats.nbinom(a, a / (a + NB_N * m)).pmf(k) * stats.laplace(scale=NB_NOISE.scale).pdf(NB_RELEASE - k)
+    ).sum(-1)
+    log_post = (
+        np.log(lik) + stats.gamma(4.0, scale=2.5).logpdf(m[..., 0]) + stats.gamma(2.0).logpdf(r[..., 0])
+    )
+    w = np.exp(log_post - log_post.max())
+    return float((w * m[..., 0]).sum() / w.sum()), float((w * r[..., 0]).sum() / w.sum())
+
+
+def test_negative_binomial_moves_match_the_exact_posterior_and_mix_faster():
+    """With the inverse-CDF noise map of the negative binomial the moves mix the dispersion ~3× faster
+    (ESS per draw; benchmarks/negative_binomial_moves.py) and both chains match the grid posterior."""
+    exact = negative_binomial_exact()
+    ess = {}
+    for moves in (5, 0):
+        kernel = DataAugmentationKernel(negative_binomial_model, noncentred_moves=moves)
+        mcmc = MCMC(kernel, num_warmup=500, num_samples=1000, num_chains=2, chain_method="vectorized",
+                    progress_bar=False)  # fmt: skip
+        mcmc.run(jax.random.key(0), jnp.array(NB_RELEASE))
+        draws = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+        for site, value in zip(("m", "r"), exact):
+            assert mcse_z_test(draws[site], value).passed, (moves, site)
+        ess[moves] = float(az.ess(draws["r"]))
+    assert ess[5] > 2 * ess[0], ess
+
+
+def test_chains_that_disagree_at_the_end_of_warmup_name_the_slow_site():
+    """At ε = 1 the release pins Σx to ±1 and plain DA holds the dispersion r at the records' (R̂ ≈ 2.4
+    over 4 chains, benchmarks/negative_binomial_moves.py): a SlowMixingWarning names r before any draws
+    are kept. Chains that mix (a Normal mean) stay silent."""
+    import warnings
+
+    from dpjax.infer import SlowMixingWarning
+
+    strong = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+
+    def nb_strong(s=None):
+        m = numpyro.sample("m", dist.Gamma(4.0, 0.4))
+        r = numpyro.sample("r", dist.Gamma(2.0, 1.0))
+        with numpyro.plate("people", NB_N):
+            x = numpyro.sample("x", dist.NegativeBinomial2(m, r))
+        dpjax.privatized("total", strong, lambda q: q["x"], {"x": x}, plate="people", obs=s)
+
+    runs = {"negative binomial, ε = 1": (nb_strong, (jnp.array(NB_RELEASE),))}
+
+    def normal_mean(s=None):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 2.0))
+        with numpyro.plate("rows", 30):
+            x = numpyro.sample("x", dist.Normal(mu, 1.0))
+        dpjax.privatized(
+            "total", dpjax.GaussianMechanism(sigma=3.0), lambda r: r["x"], {"x": x}, plate="rows", obs=s
+        )
+
+    runs["Normal mean"] = (normal_mean, (jnp.array(20.0),))
+    for name, (model, args) in runs.items():
+        mcmc = MCMC(DataAugmentationKernel(model, noncentred_moves=0), num_warmup=200, num_samples=10,
+                    num_chains=4, chain_method="vectorized", progress_bar=False)  # fmt: skip
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            mcmc.run(jax.random.key(0), *args)
+        slow = [str(w.message) for w in seen if issubclass(w.category, SlowMixingWarning)]
+        if name.startswith("negative"):
+            assert len(slow) == 1 and "['r']" in slow[0], slow
+        else:
+            assert not slow, slow

@@ -253,14 +253,28 @@ def missing_field_model(n, s=None):
     dpjax.privatized("count", LAPLACE, lambda r: r["no"], {"yes": yes}, plate="people", obs=s)
 
 
+def undersensitive_model(n, s=None):
+    """A count declared with sensitivity 1/2: one Bernoulli record moves it by 1 (add, remove or replace)."""
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("people", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    half = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=0.5)
+    dpjax.privatized("count", half, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+
+
 @pytest.mark.parametrize(
     "model, args, message",
     [
         (count_model, (0, jnp.array(2.0)), "A plate of the model has size 0"),  # NumPyro: a bare assert
         (count_model, (jnp.array(7.0), 10), r"'people' has a size that is not a positive integer.*order"),
         (missing_field_model, (10, jnp.array(7.0)), r"'count': `statistic` reads the field 'no'.*\['yes'\]"),
+        (
+            undersensitive_model,
+            (10, jnp.array(7.0)),
+            r"'count': LaplaceMechanism declares sensitivity 0.5.*by 1 ",
+        ),
     ],
-    ids=["n=0", "arguments swapped", "a field not in records"],
+    ids=["n=0", "arguments swapped", "a field not in records", "a sensitivity below the statistic's"],
 )
 def test_first_mistakes_get_a_value_error_naming_them_from_every_engine(model, args, message):
     for engine, call in engines(model, *args):
@@ -318,3 +332,64 @@ def test_every_engine_warns_of_a_release_out_of_reach():
             except Exception:  # noqa: BLE001 - only the warning is checked (nothing may be accepted)
                 pass
         assert any(issubclass(w.category, dpjax.infer.ReleaseRangeWarning) for w in seen), engine
+
+
+def _declared(mechanism, statistic, records, *, transform=None, n=6):
+    """``model_spec`` of one privatized site with ``mechanism`` over ``records`` (name -> distribution)."""
+    from dpjax.infer.spec import model_spec, prototype
+
+    def model():
+        with numpyro.plate("people", n):
+            values = {k: numpyro.sample(k, d) for k, d in records.items()}
+        total = jax.vmap(statistic)(values).sum(0)
+        release = jnp.zeros_like(total if transform is None else transform(total))
+        dpjax.privatized("s", mechanism, statistic, values, plate="people", obs=release, transform=transform)
+
+    return model_spec(prototype(model, jax.random.key(0), (), {}))
+
+
+ONE_HOT = lambda r: jax.nn.one_hot(r["c"], 3)  # noqa: E731
+CATEGORIES = {"c": dist.Categorical(jnp.ones(3) / 3)}
+PAIR = lambda r: jnp.stack([r["y"], r["y"]])  # noqa: E731
+COIN = {"y": dist.Bernoulli(0.5)}
+COIN_AND_ONE = lambda r: jnp.stack([r["y"], jnp.ones(())])  # noqa: E731
+MEAN_OF = lambda T: T[0] / T[1]  # noqa: E731
+
+
+@pytest.mark.parametrize(
+    "mechanism, statistic, records, transform, least",
+    [
+        # a histogram: L1 1 by add/remove (2 by replace-one), L2 1 (√2)
+        (lambda d: dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=d), ONE_HOT, CATEGORIES, None, 1.0),
+        (lambda d: dpjax.GaussianMechanism(rho=0.5, sensitivity=d), ONE_HOT, CATEGORIES, None, 1.0),
+        # (y, y): L1 2, L2 √2 by either relation; given per entry, 1 each
+        (lambda d: dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=d), PAIR, COIN, None, 2.0),
+        (lambda d: dpjax.GaussianMechanism(rho=0.5, sensitivity=d), PAIR, COIN, None, 2**0.5),
+        (lambda d: dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=[d, d]), PAIR, COIN, None, 1.0),
+        # Binomial(4) records: a sum moves by 4; the integer mechanisms read Δ the same way
+        (lambda d: dpjax.DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=d), lambda r: r["k"],
+         {"k": dist.Binomial(4, 0.5)}, None, 4),
+        # a released mean of 6 coin flips moves by 1/6 when one flips; checked at the prototype's records
+        # (a lower bound: removing one moves it by |x - mean| / 5), so a tenth of it is refused
+        (lambda d: dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=d), COIN_AND_ONE, COIN, MEAN_OF,
+         (1 / 6, 1 / 60)),
+    ],
+    ids=["histogram L1", "histogram L2", "pair L1", "pair L2", "pair per entry", "binomial sum", "mean"],
+)  # fmt: skip
+def test_a_declared_sensitivity_below_the_statistics_is_refused(
+    mechanism, statistic, records, transform, least
+):
+    """The least sensitivity the records' support allows under either neighbour relation is accepted;
+    just below it is refused before any draws (the reported guarantee would overstate the privacy)."""
+    least, below = (
+        least if isinstance(least, tuple) else (least, least - 1 if isinstance(least, int) else least * 0.99)
+    )
+    _declared(mechanism(least), statistic, records, transform=transform)
+    with pytest.raises(ValueError, match=r"privatized site 's'.*declares sensitivity.*overstate the privacy"):
+        _declared(mechanism(below), statistic, records, transform=transform)
+
+
+def test_records_without_a_finite_support_are_not_checked():
+    _declared(
+        dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=0.01), lambda r: r["x"], {"x": dist.Poisson(3.0)}
+    )

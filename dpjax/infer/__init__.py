@@ -11,16 +11,17 @@ from .abc import (
     exact_abc_sampler,
 )
 from .birth_death import BirthDeathResult, birth_death
+from .chains import SlowMixingWarning
 from .data_augmentation import DAInfo, DAState, DataAugmentationKernel, RoundOffWarning, StickyRecordsWarning
 from .em_core import MCEMSampler, MCEMState, mcem_sampler
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
 from .record_sweep import SweepResult, accept_records, record_sweep
+from .release_checks import ReleaseRangeWarning
 from .replicates import run_chain
 from .reversible_jump import CapacityWarning, ReversibleJumpKernel
 from .soma import SomaResult, place_records, soma_sweep
-from .spec import ReleaseRangeWarning
 from .stochastic_em import StochasticEMResult, m_step_update, stochastic_em
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "ReleaseRangeWarning",
     "RoundOffWarning",
     "SlowABCWarning",
+    "SlowMixingWarning",
     "StickyRecordsWarning",
     "SweepResult",
     "abc_importance",

@@ -186,3 +186,76 @@ def records_hidden(model, roles):
     records plate) only; the likelihood of the release itself is intractable."""
     hidden = [n for n, _ in roles.privatized] + list(roles.latent_records + roles.public_records)
     return partial(_blocked, model, hidden)
+
+
+# Above this split-free R̂ of a θ coordinate over the second half of warmup, the chains disagree: a
+# conservative bar (the usual 1.01–1.05 is for the kept draws; warmup halves are short and adapting).
+SLOW_RHAT = 1.2
+#: least warmup for the check (its second half gives each chain's mean and variance)
+SLOW_MIN_WARMUP = 100
+
+
+class SlowMixingWarning(UserWarning):
+    """The chains disagree about a θ site at the end of warmup: the sampler mixes slowly there."""
+
+
+def warmup_moments(moments, theta, iteration, num_warmup):
+    """Welford's running (count, mean, M2) of the flat θ over the second half of warmup (iterations
+    ``num_warmup // 2 .. num_warmup − 1``); unchanged outside it. O(dim θ) per iteration."""
+    count, mean, m2 = moments
+    inside = (iteration >= num_warmup // 2) & (iteration < num_warmup)
+    x = jnp.concatenate([jnp.ravel(v).astype(mean.dtype) for v in theta.values()]) if theta else mean
+    new_count = count + 1
+    delta = x - mean
+    new_mean = mean + delta / new_count
+    new_m2 = m2 + delta * (x - new_mean)
+    return (
+        jnp.where(inside, new_count, count),
+        jnp.where(inside, new_mean, mean),
+        jnp.where(inside, new_m2, m2),
+    )
+
+
+def report_slow_mixing(iteration, num_warmup, moments, z, theta_sites):
+    """At the chains' last warmup iteration, the host's R̂ per θ coordinate from ``moments`` (one row per
+    chain); a :class:`SlowMixingWarning` naming the θ sites (of ``z``, chains along axis 0) above
+    ``SLOW_RHAT``. Only for a batch of ≥ 2 chains and ``num_warmup ≥ SLOW_MIN_WARMUP``."""
+    if num_warmup < SLOW_MIN_WARMUP or jnp.ndim(iteration) != 1 or iteration.shape[0] < 2 or not theta_sites:
+        return
+    names = [k for k in theta_sites for _ in range(int(np.size(z[k]) // iteration.shape[0]))]
+    is_end = iteration == num_warmup - 1
+    jax.lax.cond(
+        is_end[0],
+        lambda a: jax.debug.callback(partial(_report_rhat, names), *a),
+        lambda a: None,
+        (is_end, *moments),
+    )
+
+
+def _report_rhat(names, is_end, count, mean, m2):
+    is_end = np.asarray(is_end)
+    if not is_end.all():
+        return
+    count, mean, m2 = np.asarray(count, float), np.asarray(mean, float), np.asarray(m2, float)
+    m = count[0]
+    if m < 2:
+        return
+    within = (m2 / (m - 1)).mean(0)
+    between = mean.var(0, ddof=1)  # B / m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhat = np.sqrt(((m - 1) / m * within + between) / within)
+    slow = np.where(np.isfinite(rhat), rhat, np.where(between > 0, np.inf, 1.0)) > SLOW_RHAT
+    if not slow.any():
+        return
+    sites = list(dict.fromkeys(n for n, s in zip(names, slow) if s))
+    worst = float(np.nanmax(np.where(slow, rhat, np.nan)))
+    warnings.warn(
+        f"At the end of warmup the {mean.shape[0]} chains disagree about θ site(s) {sites} (R̂ up to "
+        f"{worst:.3g} over the second half of warmup, above {SLOW_RHAT}): the sampler mixes slowly there, "
+        "and "
+        "the draws may not represent the posterior yet. Run a longer warmup and more draws, compare r_hat "
+        "and ess in the summary, or check whether the release pins the imputed records so tightly that θ "
+        "cannot move (non-centred moves, dpjax.infer.noncentred, help where the release is weak).",
+        SlowMixingWarning,
+        stacklevel=1,
+    )

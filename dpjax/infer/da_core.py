@@ -20,6 +20,7 @@ from numpyro import handlers
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, allow_overflow, integer_statistics
 from . import noncentred, record_step, size_step, theta_block
+from .chains import warmup_moments
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
 from .rules import records_exchangeable
 from .spec import ModelSpec, privatized_infos, prototype
@@ -89,6 +90,8 @@ class DAState(NamedTuple):
       the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
       draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
     - **rng_key** – PRNG key for the next iteration; **info** – :class:`DAInfo`.
+    - **warmup_moments** – (count, mean, M2) of the flat θ over the second half of warmup, for the
+      chains' R̂ at its end (:func:`dpjax.infer.chains.warmup_moments`).
     """
 
     z: dict
@@ -102,6 +105,7 @@ class DAState(NamedTuple):
     valid: jax.Array
     rng_key: jax.Array
     info: DAInfo
+    warmup_moments: tuple = ()
 
     @property
     def nc_step_size(self):
@@ -216,6 +220,8 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
         capacity = spec.size_bounds[1] if spec.size_sites else None
         args = (core.model, spec, {**theta, **size}, records, capacity, model_args, model_kwargs)
         valid = valid & records_exchangeable(*args)
+    sizes = sum(int(np.size(v)) for v in theta.values())
+    flat = jnp.zeros(sizes, jnp.result_type(float))
     return DAState(
         z=_z(core, theta, size, records),
         records=records,
@@ -238,6 +244,7 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
             death_accept_rate=jnp.array(jnp.nan),
             near_capacity=size_step.near_capacity(spec, size),
         ),
+        warmup_moments=(jnp.array(0, jnp.int32), flat, flat),
     )
 
 
@@ -383,6 +390,7 @@ def build_kernel(core: Core):
             valid=valid,
             rng_key=key_next,
             info=info,
+            warmup_moments=warmup_moments(state.warmup_moments, theta, state.iteration, num_warmup),
         )
 
     return step

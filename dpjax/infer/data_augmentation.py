@@ -26,6 +26,7 @@ from .chains import (
     records_hidden,
     report_at_end_of_warmup,
     report_now,
+    report_slow_mixing,
 )
 from .da_core import DAInfo, DAState
 from .joint_size_moves import init_joint_state
@@ -58,12 +59,12 @@ class DataAugmentationKernel(PerChainKernel):
         p(records | s, θ) (and n with an unknown n): the E-step of ``mcem(e_step="mcmc")``; θ's prior
         is not used (it may be improper) and there are no non-centred moves.
     :param noncentred_moves: random-walk Metropolis moves of θ per iteration with the records held
-        fixed as noise variables u, x = g(θ, u) (interweaving; see :mod:`dpjax.infer.noncentred`).
-        They keep θ mixing when the release is weak compared with the data. ``"auto"`` (default):
-        5 where every latent record site has a noise representation and θ is continuous, else 0;
-        with ≥ 1000 warmup iterations, a timed pilot (:mod:`dpjax.infer.auto_moves`, outcome in
-        ``kernel.moves_pilot``, remembered per model, settings and data) keeps them only where they
-        raise the ESS per second 1.5-fold. ``0``: the seed's plain Algorithm 1; an int: that many.
+        fixed as noise variables u, x = g(θ, u) (interweaving; :mod:`dpjax.infer.noncentred` lists the
+        record families with such a representation). They keep θ mixing when the release is weak
+        compared with the data. ``"auto"`` (default): 5 where every latent record site has one and θ
+        is continuous, else 0; with ≥ 1000 warmup iterations, a timed pilot (:mod:`dpjax.infer.auto_moves`,
+        outcome in ``kernel.moves_pilot``, remembered per model, settings and data) keeps them only where
+        they raise the ESS per second 1.5-fold. ``0``: the seed's plain Algorithm 1; an int: that many.
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
     :param record_update: ``"sweep"`` (default): the seed's sweep, proposal i offered to record i,
         O(1) work per update; ``"soma"``: each proposal offered to every record at once
@@ -124,15 +125,12 @@ class DataAugmentationKernel(PerChainKernel):
         self._noncentred = noncentred_moves
         self._record_update = record_update
         self._size: size_step.SizeSettings | None = None  # an unknown n's (ReversibleJumpKernel)
-        # static, resolved at `init`
-        self._num_moves = 0
-        self._num_warmup = 0
+        self._num_moves, self._num_warmup = 0, 0  # static, resolved at `init`
         self._spec: ModelSpec | None = None
         #: what the ``"auto"`` pilot measured and chose (None when no pilot ran)
         self.moves_pilot: MovesPilot | None = None
 
-    # ---------------------------------------------------------------- NumPyro-facing
-    @property
+    @property  # ---------------------------------------------------------------- NumPyro-facing
     def model(self):
         """The model as ArviZ should see it: with the records stored it is the user's model;
         otherwise record sites and privatized sites are hidden, since the posterior holds θ
@@ -154,6 +152,7 @@ class DataAugmentationKernel(PerChainKernel):
     def _check_step(self, state, new):
         if self._num_warmup > 0:
             report_at_end_of_warmup(state.iteration, self._num_warmup, new.record_move_rate, report_sticky)
+            report_slow_mixing(state.iteration, self._num_warmup, new.warmup_moments, new.z, self._spec.theta)
         if self._size:  # after the vmap over chains, so the host is called only when a birth was refused
             blocked = jnp.sum(new.capacity_blocked - state.capacity_blocked)
             size_step.warn_when_blocked(blocked, self._spec.size_bounds[1])

@@ -6,7 +6,8 @@ Here the latent records are re-expressed as noise variables u with a θ-free law
 - loc-scale families (Normal, Laplace, Cauchy, Logistic) and Exponential: u = (x - loc) / scale,
   the transformation of ``numpyro.infer.reparam.LocScaleReparam(centered=0)``; MultivariateNormal:
   u = L⁻¹(x − loc) with L its ``scale_tril``;
-- Bernoulli, Categorical and Poisson: u ~ Uniform(F(x-1), F(x)) drawn given x (inverse CDF);
+- Bernoulli, Categorical, Poisson and negative binomial (numpyro's GammaPoisson and its
+  NegativeBinomial subclasses): u ~ Uniform(F(x-1), F(x)) drawn given x (inverse CDF);
 - Dirichlet: a transport map, not a θ-free law (below);
 - any other family registered with :func:`register_noise_representation`.
 
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -56,7 +58,7 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from jax import random
 from jax.flatten_util import ravel_pytree
-from jax.scipy.special import gammaincc, gammaln, ndtri
+from jax.scipy.special import betainc, gammaincc, gammaln, ndtri
 from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.util import log_density
@@ -79,6 +81,7 @@ __all__ = [
     "representable",
     "AUTO_POISSON_RATE",
     "MaskReleases",
+    "NEGATIVE_BINOMIAL_MEAN_LIMIT",
     "POISSON_RATE_LIMIT",
     "base_distribution",
     "dirichlet_log_density",
@@ -88,6 +91,9 @@ __all__ = [
 TARGET_ACCEPT = 0.3
 #: largest Poisson rate whose inverse-CDF noise map is used, per float type (see the module docstring)
 POISSON_RATE_LIMIT = {jnp.dtype("float32"): 100.0, jnp.dtype("float64"): float("inf")}
+#: largest negative-binomial mean whose inverse-CDF map is used: JAX's float32 ``betainc`` errs by up to
+#: 5e-5 at mean 30 and 3e-3 at 1 000; float64 by 1e-11 at 1 000 (the same rule as the Poisson's)
+NEGATIVE_BINOMIAL_MEAN_LIMIT = {jnp.dtype("float32"): 30.0, jnp.dtype("float64"): float("inf")}
 #: ``noncentred_moves="auto"`` leaves Poisson records above this rate to plain DA: JAX's float64
 #: ``gammaincc`` costs ~8 µs a value at rate 12 000 (3 s per iteration for 10⁴ records), and records
 #: that large pin θ anyway, so the centred step mixes well.
@@ -186,28 +192,45 @@ def _categorical_from_noise(fn, u, dtype):
     return jnp.sum(u[..., None] >= cum[..., :-1], -1).astype(dtype)
 
 
-def _poisson_from_noise(fn, u, dtype):
-    """Smallest k with F(k) > u. A Cornish–Fisher guess brackets it within ±3 for almost every u
-    (widened to ±(10 sd + 10), then the full range, when it misses); bisection finishes."""
-    rate = jnp.broadcast_to(fn.rate, jnp.shape(u))
-    sd = jnp.sqrt(rate)
+def _quantile(cdf, mean, sd, u, dtype, skew=0.0):
+    """Smallest k ≥ 0 with ``cdf(k) > u`` for a count law of ``mean``, ``sd`` (and ``skew``, for the
+    Cornish–Fisher guess, which brackets it within ±3 for almost every u; widened to ±(10 sd + 10), then
+    to mean + 40 sd + 40, when it misses); bisection finishes."""
     z = ndtri(jnp.clip(u, 1e-30, 1.0 - 1e-7))
-    guess = jnp.floor(rate + sd * z + (z**2 - 1.0) / 6.0)
+    guess = jnp.floor(mean + sd * (z + skew * (z**2 - 1.0) / 6.0))
     lo, hi = guess - 3.0, guess + 3.0
-    wide_lo, wide_hi = jnp.floor(rate - 10 * sd - 10), jnp.ceil(rate + 10 * sd + 10)
-    lo = jnp.where((lo >= 0) & (_poisson_cdf(lo, rate) <= u), lo, jnp.maximum(wide_lo, -1.0))
-    lo = jnp.where((lo >= 0) & (_poisson_cdf(lo, rate) > u), -1.0, lo)
-    hi = jnp.where(_poisson_cdf(hi, rate) > u, hi, wide_hi)
-    hi = jnp.where(_poisson_cdf(hi, rate) > u, hi, jnp.ceil(rate + 40 * sd + 40))
+    wide_lo, wide_hi = jnp.floor(mean - 10 * sd - 10), jnp.ceil(mean + 10 * sd + 10)
+    lo = jnp.where((lo >= 0) & (cdf(lo) <= u), lo, jnp.maximum(wide_lo, -1.0))
+    lo = jnp.where((lo >= 0) & (cdf(lo) > u), -1.0, lo)
+    hi = jnp.where(cdf(hi) > u, hi, wide_hi)
+    hi = jnp.where(cdf(hi) > u, hi, jnp.ceil(mean + 40 * sd + 40))
 
     def body(bounds):
         lo, hi = bounds
         mid = jnp.floor((lo + hi) / 2)
-        above = _poisson_cdf(mid, rate) > u
+        above = cdf(mid) > u
         return jnp.where(above, lo, mid), jnp.where(above, mid, hi)
 
     _, hi = jax.lax.while_loop(lambda b: jnp.any(b[1] - b[0] > 1), body, (lo, hi))
     return hi.astype(dtype)
+
+
+def _poisson_from_noise(fn, u, dtype):
+    rate = jnp.broadcast_to(fn.rate, jnp.shape(u))
+    sd = jnp.sqrt(rate)
+    return _quantile(partial(_poisson_cdf, rate=rate), rate, sd, u, dtype, skew=1.0 / sd)
+
+
+def _gamma_poisson_cdf(k, fn):
+    """P(X ≤ k) of a Gamma(a, b)-mixed Poisson (a negative binomial): I_q(a, k + 1), q = b / (1 + b)."""
+    q = fn.rate / (1.0 + fn.rate)
+    return jnp.where(k < 0, 0.0, betainc(fn.concentration, jnp.maximum(k, 0) + 1.0, q))
+
+
+def _gamma_poisson_from_noise(fn, u, dtype):
+    mean = jnp.broadcast_to(fn.concentration / fn.rate, jnp.shape(u))
+    sd = jnp.sqrt(mean * (1.0 + 1.0 / fn.rate))
+    return _quantile(partial(_gamma_poisson_cdf, fn=fn), mean, sd, u, dtype)
 
 
 def _solve_lower(scale_tril, b):
@@ -224,6 +247,11 @@ def _solve_lower(scale_tril, b):
 def _poisson_exact(fn, dtype, limit=None):
     limit = POISSON_RATE_LIMIT[jnp.dtype(dtype)] if limit is None else limit
     return jnp.all(fn.rate <= limit)
+
+
+def _gamma_poisson_exact(fn, dtype, limit=None):
+    own = NEGATIVE_BINOMIAL_MEAN_LIMIT[jnp.dtype(dtype)]
+    return jnp.all(fn.concentration / fn.rate <= (own if limit is None else min(own, limit)))
 
 
 for _family in (dist.Normal, dist.Laplace, dist.Cauchy, dist.Logistic):  # u = (x - loc) / scale
@@ -251,6 +279,12 @@ register_noise_representation(
     _uniform_within(lambda fn, x: (_poisson_cdf(x - 1.0, fn.rate), _poisson_cdf(x, fn.rate))),
     _poisson_from_noise,
     _poisson_exact,
+)
+register_noise_representation(  # NegativeBinomialProbs/Logits and NegativeBinomial2 are GammaPoisson
+    dist.GammaPoisson,
+    _uniform_within(lambda fn, x: (_gamma_poisson_cdf(x - 1.0, fn), _gamma_poisson_cdf(x, fn))),
+    _gamma_poisson_from_noise,
+    _gamma_poisson_exact,
 )
 
 
@@ -333,7 +367,8 @@ def _from_noise(fn, u, dtype):
 
 def representable(fn, dtype, limit=None) -> jax.Array:
     """Whether the noise map of a record site is exact at its current parameters in ``dtype``
-    (for Poisson: rates at most ``limit``, by default ``POISSON_RATE_LIMIT[dtype]``)."""
+    (for Poisson: rates at most ``limit``, by default ``POISSON_RATE_LIMIT[dtype]``; for a negative
+    binomial: means at most the least of ``limit`` and ``NEGATIVE_BINOMIAL_MEAN_LIMIT[dtype]``)."""
     fn = base_distribution(fn)
     rep = _representation(fn)
     if rep is None or rep.exact is None:
@@ -477,6 +512,7 @@ def resolve_moves(setting: int | str, tr, spec, *, held: bool = False, stackleve
         blockers += list(spec.theta)
     dtype = jnp.result_type(float)
     limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
+    nb_limit = NEGATIVE_BINOMIAL_MEAN_LIMIT[jnp.dtype(dtype)]
     costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
     with jax.ensure_compile_time_eval():  # concrete parameters stay concrete under a user's jit
         costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, limit))]
@@ -484,11 +520,12 @@ def resolve_moves(setting: int | str, tr, spec, *, held: bool = False, stackleve
         why = (
             "their inverse-CDF noise map is inexact in float32 (enable 64-bit floats)"
             if jnp.dtype(dtype) == jnp.float32
-            else "their inverse-CDF noise map is slow there (JAX's gammaincc)"
+            else "their inverse-CDF noise map is slow there (JAX's gammaincc, betainc)"
         )
         warnings.warn(
-            f"Non-centred θ-moves are off: record sites {costly} are Poisson with rates above {limit:g}, "
-            f"where {why}; plain data augmentation stays exact. Force the moves with "
+            f"Non-centred θ-moves are off: record sites {costly} are Poisson or negative binomial with means "
+            f"above {limit:g} (negative binomial: {min(limit, nb_limit):g}), where {why}; plain data "
+            "augmentation stays exact. Force the moves with "
             "noncentred_moves=5: those that would need an inexact map are rejected.",
             stacklevel=stacklevel,
         )

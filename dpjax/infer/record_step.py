@@ -11,6 +11,7 @@ moves record i's unit's total only), ``"soma"`` offers each proposal to every re
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -31,6 +32,7 @@ __all__ = [
     "per_record",
     "report_sticky",
     "sweep_density",
+    "unit_density",
     "where_records",
 ]
 
@@ -68,11 +70,30 @@ def sweep_density(info, release, anchor=None):
     it is additive (the fast path), else η(s | s − r); for a release of ``transform(T)`` (``info``'s)
     ``anchor`` is T at the sweep's start and the density η(s | transform(anchor − r))."""
     mechanism = info.mechanism
+    if info.groups is not None:  # a unit's row reads that unit's parameters (per-unit budgets)
+        return partial(unit_density, info, release, anchor)
     if info.transform is not None:
         return lambda r: mechanism.log_density(release, info.transform(anchor - r))
     if mechanism.additive:
         return mechanism.log_noise_density
     return lambda r: mechanism.log_density(release, release - r)
+
+
+def unit_density(info, release, anchor, residual, unit=None):
+    """``sweep_density`` of a release per unit (G, ...): elementwise log η at the whole carried
+    residual, or with ``unit`` at that unit's row, read with that unit's row of every mechanism
+    parameter that has one (a per-unit budget) and, for a released function of each unit's totals,
+    that unit's anchor."""
+    mechanism = info.mechanism
+    if unit is not None:
+        shape = jnp.shape(release)
+        mechanism = jax.tree.map(lambda p: jnp.asarray(p)[unit] if jnp.shape(p) == shape else p, mechanism)
+        release = release[unit]
+    if info.transform is None:
+        return mechanism.log_noise_density(residual)
+    if unit is None:
+        return mechanism.log_density(release, info.released(anchor - residual))
+    return mechanism.log_density(release, info.transform(anchor[unit] - residual))
 
 
 class RecordInfo(NamedTuple):

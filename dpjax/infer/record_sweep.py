@@ -65,7 +65,8 @@ def record_sweep(
         an accept decision) can differ between values, never the chain's law.
     :param groups: per site, None, or for a release of one total per unit the records' units, int
         ``(n,)``: that site's residual is ``(G, *stat_shape)`` and record i's update reads and moves row
-        ``groups[i]`` only, O(dim t) whatever G (its mechanism's parameters must be scalars).
+        ``groups[i]`` only, O(dim t) whatever G; that site's ``log_noise(r, unit=None)`` gives the
+        density of a whole residual, or with ``unit`` of that unit's row (its parameters).
     :return: a :class:`SweepResult`.
     """
     residuals = tuple(residuals)
@@ -94,7 +95,8 @@ def record_sweep(
             row = r if g is None else lax.dynamic_index_in_dim(r, g, keepdims=False)
             rows.append(row)
             rows_star.append(row + d)
-            log_alpha = log_alpha + jnp.sum(f(row + d)) - jnp.sum(f(row))
+            density = f if g is None else (lambda x, f=f, g=g: f(x, g))  # the unit's own parameters
+            log_alpha = log_alpha + jnp.sum(density(row + d)) - jnp.sum(density(row))
         accept = log_u < log_alpha
         new = []
         for r, row, star, g in zip(res, rows, rows_star, units):

@@ -9,8 +9,6 @@ store only static metadata derived from it).
 
 from __future__ import annotations
 
-import itertools
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -20,13 +18,9 @@ from numpyro.infer.gibbs import prototype_trace
 
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, record_statistics, site_roles
+from .release_checks import check_release
 
-__all__ = ["ModelSpec", "Release", "ReleaseRangeWarning", "model_spec", "privatized_infos", "prototype"]
-
-#: how far (in nats of η(s | T) below its peak) a release may lie from every value its statistic can take
-#: before it is flagged: a release that far arises with probability about e⁻⁵⁰ (50 Laplace scales, 10 σ)
-OUT_OF_REACH_NATS = 50.0
-_MAX_COMBINATIONS = 10**7  # records × joint support values enumerated for the range of T
+__all__ = ["ModelSpec", "Release", "model_spec", "privatized_infos", "prototype"]
 
 
 def prototype(model, rng_key, model_args, model_kwargs):
@@ -93,7 +87,7 @@ def model_spec(tr) -> ModelSpec:
     (:func:`dpjax.primitives.site_roles`) and an unknown n's bounds checked."""
     roles = site_roles(tr)
     for name, info in roles.privatized:
-        _warn_out_of_reach(name, info, tr)
+        check_release(name, info, tr)  # the release's range, the declared sensitivity
     privatized = tuple((name, Release(info.record_sites)) for name, info in roles.privatized)
     supports = {k: tr[k]["fn"].support for k in roles.theta}
     discrete = bool(roles.latent_records) and all(
@@ -131,59 +125,6 @@ def model_spec(tr) -> ModelSpec:
         size=size,
         size_bounds=(lower, capacity),
         size_release=counted[-1] if counted else None,
-    )
-
-
-class ReleaseRangeWarning(UserWarning):
-    """A release lies so far from every value its statistic can take that its noise cannot explain it."""
-
-
-def _warn_out_of_reach(name, info, tr):
-    """Warn where a release lies beyond any value T = Σ t(xᵢ) can take by more than the mechanism's noise
-    could ever carry it (a wrong scale or sensitivity, a mean released as a sum, a wrong n): the posterior
-    would then rest on the noise's far tail. The range is exact where every latent record site the
-    statistic reads has a finite support (Bernoulli, Categorical, ...): t at each joint support value per
-    record, its least and greatest summed over the records; other models are not checked. The release is
-    public, so the message may show it."""
-    mechanism, release = info.mechanism, tr[name]["value"]
-    sites = info.record_sites
-    latent = [k for k in sites if not tr[k]["is_observed"]]
-    if info.active is not None or info.transform is not None or not latent or not mechanism.additive:
-        return  # an unknown n (the range depends on it), a released function of T, or nothing to enumerate
-    if not concrete(release, mechanism, [tr[k]["value"] for k in sites]):
-        return
-    try:
-        supports = [np.asarray(tr[k]["fn"].enumerate_support(expand=False)) for k in latent]
-    except (NotImplementedError, AttributeError, TypeError, ValueError):
-        return
-    n = np.shape(tr[latent[0]]["value"])[0]
-    combos = list(itertools.product(*(range(len(v)) for v in supports)))
-    if len(combos) * n > _MAX_COMBINATIONS:
-        return
-    lo = hi = None
-    for combo in combos:
-        records = {k: tr[k]["value"] for k in sites}
-        for k, values, j in zip(latent, supports, combo):
-            records[k] = jnp.broadcast_to(values[j], np.shape(tr[k]["value"])).astype(tr[k]["value"].dtype)
-        t = np.asarray(record_statistics(info.statistic, records), float)
-        lo, hi = (t, t) if lo is None else (np.minimum(lo, t), np.maximum(hi, t))
-    lo, hi = info.total(lo), info.total(hi)
-    s = np.asarray(release, float)
-    nearest = np.clip(s, lo, hi)
-    deficit = np.asarray(mechanism.log_noise_density(s - nearest) - mechanism.log_noise_density(0 * s))
-    if np.all(deficit > -OUT_OF_REACH_NATS):
-        return
-    j = np.unravel_index(np.argmin(deficit), np.shape(deficit))
-    where = f" (entry {j[0] if len(j) == 1 else j})" if np.ndim(s) else ""
-    scale = np.broadcast_to(np.asarray(mechanism.scale, float), np.shape(s))[j]
-    warnings.warn(
-        f"privatized site {name!r}{where}: the release {float(s[j]):g} lies "
-        f"{float(np.abs(s - nearest)[j] / scale):.4g} noise scales outside [{float(lo[j]):g}, "
-        f"{float(hi[j]):g}], every value its statistic can take with these {n} records "
-        "(noise that large has probability below e^-50). Check the mechanism's scale and sensitivity, the "
-        "number of records, and that the statistic is the released one (a sum, not a mean).",
-        ReleaseRangeWarning,
-        stacklevel=2,
     )
 
 

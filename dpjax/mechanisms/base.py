@@ -233,6 +233,9 @@ class Mechanism:
     #: Whether every residual has a finite noise density (False for randomized response, whose release
     #: and statistic are both categories): ``privatized`` then probes the density's float range.
     unbounded_noise: bool = True
+    #: The norm ``sensitivity`` is taken in (1: L1, Laplace noise; 2: L2, Gaussian noise); None where the
+    #: mechanism has no sensitivity. The support check of ``dpjax.infer`` reads it.
+    sensitivity_norm: int | None = None
 
     def noise(self, loc):
         """Per-entry NumPyro distribution of the release given ``T = loc``; batch shape =

@@ -100,6 +100,8 @@ class GaussianMechanism(Mechanism):
     ρ=0.625 (zCDP; per entry [0.5, 0.125])
     """
 
+    sensitivity_norm = 2  # Δ₂
+
     def __init__(self, sigma=None, *, epsilon=None, delta=None, rho=None, sensitivity=None):
         given = [k for k, v in (("sigma", sigma), ("epsilon", epsilon), ("rho", rho)) if v is not None]
         if len(given) != 1:
@@ -259,6 +261,8 @@ class DiscreteGaussianMechanism(IntegerMechanism):
     >>> dpjax.DiscreteGaussianMechanism(rho=0.5).guarantee.rho
     0.5
     """
+
+    sensitivity_norm = 2  # Δ₂
 
     def __init__(self, sigma=None, *, rho=None, sensitivity=1):
         if (sigma is None) == (rho is None):

@@ -45,6 +45,8 @@ def _scale_from(epsilon, sensitivity, scale):
 
 
 class _LaplaceLike(Mechanism):
+    sensitivity_norm = 1  # Δ₁
+
     def __init__(self, epsilon=None, sensitivity=None, *, scale=None):
         scale, self.sensitivity = _scale_from(epsilon, sensitivity, scale)
         self.scale = float(scale) if concrete(scale) and np.ndim(scale) == 0 else scale
