@@ -3,6 +3,7 @@ error pointing to DataAugmentationKernel, and a scaled or masked privatized site
 every dpjax engine before any draws."""
 
 import contextlib
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -21,13 +22,13 @@ from dpjax.primitives import site_roles
 LAPLACE = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
 
 
-def count_model(n, s=None, around=None):
+def count_model(n, s=None, around=None, *, mechanism=LAPLACE, statistic=lambda r: r["yes"]):
     """Bernoulli records, the release on their count; ``around`` wraps the privatized site only."""
     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
     with numpyro.plate("people", n):
         yes = numpyro.sample("yes", dist.Bernoulli(p))
     with around() if around is not None else contextlib.nullcontext():
-        dpjax.privatized("count", LAPLACE, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+        dpjax.privatized("count", mechanism, statistic, {"yes": yes}, plate="people", obs=s)
 
 
 def poisson_model(n, s=None):
@@ -246,20 +247,9 @@ def test_a_factor_of_theta_alone_is_accepted():
 
 
 # ------------------------------------------------------------------ what a user gets wrong first
-def missing_field_model(n, s=None):
-    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
-    with numpyro.plate("people", n):
-        yes = numpyro.sample("yes", dist.Bernoulli(p))
-    dpjax.privatized("count", LAPLACE, lambda r: r["no"], {"yes": yes}, plate="people", obs=s)
-
-
-def undersensitive_model(n, s=None):
-    """A count declared with sensitivity 1/2: one Bernoulli record moves it by 1 (add, remove or replace)."""
-    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
-    with numpyro.plate("people", n):
-        yes = numpyro.sample("yes", dist.Bernoulli(p))
-    half = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=0.5)
-    dpjax.privatized("count", half, lambda r: r["yes"], {"yes": yes}, plate="people", obs=s)
+missing_field_model = partial(count_model, statistic=lambda r: r["no"])
+# a count declared with sensitivity 1/2: one Bernoulli record moves it by 1 (add, remove or replace)
+undersensitive_model = partial(count_model, mechanism=dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=0.5))
 
 
 @pytest.mark.parametrize(

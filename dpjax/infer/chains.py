@@ -252,10 +252,9 @@ def _report_rhat(names, is_end, count, mean, m2):
     warnings.warn(
         f"At the end of warmup the {mean.shape[0]} chains disagree about θ site(s) {sites} (R̂ up to "
         f"{worst:.3g} over the second half of warmup, above {SLOW_RHAT}): the sampler mixes slowly there, "
-        "and "
-        "the draws may not represent the posterior yet. Run a longer warmup and more draws, compare r_hat "
-        "and ess in the summary, or check whether the release pins the imputed records so tightly that θ "
-        "cannot move (non-centred moves, dpjax.infer.noncentred, help where the release is weak).",
+        "and the draws may not represent the posterior yet. Run a longer warmup and more draws, compare "
+        "r_hat and ess in the summary, or check whether the release pins the imputed records so tightly "
+        "that θ cannot move (non-centred moves, dpjax.infer.noncentred, help where the release is weak).",
         SlowMixingWarning,
         stacklevel=1,
     )

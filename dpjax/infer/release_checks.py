@@ -126,10 +126,10 @@ def _check_sensitivity(name, info, tr, stats):
     where = f" (entry {j[0] if len(j) == 1 else j})" if np.ndim(short) else ""
     raise ValueError(
         f"privatized site {name!r}{where}: {type(mechanism).__name__} declares sensitivity "
-        f"{float(np.broadcast_to(declared, np.shape(short))[j]):g}, but the released value can move by "
-        f"{float(np.asarray(least)[j]):.6g} ({'L1' if norm == 1 else 'L2'}) when one record is added or "
-        "removed, and by at least as much when one is replaced (the records' support allows it), so the "
-        "guarantee it reports would overstate the privacy. Declare the sensitivity of the released value "
+        f"{float(np.broadcast_to(declared, np.shape(short))[j]):g}, but the records' support lets one record "
+        f"move the released value by {float(np.asarray(least)[j]):.6g} ({'L1' if norm == 1 else 'L2'}) or "
+        "more, whether neighbours add or remove a record or replace one, so the guarantee it reports would "
+        "overstate the privacy. Declare the sensitivity of the released value "
         "(docs: sensitivity), or clamp the records in the statistic to the range the curator used."
     )
 
@@ -143,13 +143,12 @@ def _transformed_changes(info, tr, stats):
     grouped = info.groups is not None
     own = totals[np.asarray(info.groups)] if grouped else np.broadcast_to(totals, current.shape)
     f = jax.vmap(info.transform)
+    base = np.asarray(f(own), float)  # (n, *released shape)
 
     def change(new):  # f at totals of shape (..., n, *T's shape), less f at the record's own total
-        flat = np.reshape(new, (-1,) + own.shape[1:])
-        out = np.asarray(f(flat), float)
+        out = np.asarray(f(np.reshape(new, (-1,) + own.shape[1:])), float)
         return out.reshape(np.shape(new)[: np.ndim(new) - own.ndim + 1] + out.shape[1:]) - base
 
-    base = np.asarray(f(own), float)  # (n, *released shape)
     return [change(own - current), change((own - current)[None] + stats)]  # removed; set to each value
 
 
