@@ -164,8 +164,8 @@ SLOW_TESTS = (
     "tests/test_abc.py::test_long_run_without_max_seconds_warns_and_the_cap_quoted_is_the_users",
     "tests/test_abc.py::test_cap_reached_reports_acceptance_rate",
     "tests/test_pseudo_marginal.py::test_noisy_likelihood_estimate_warns_at_end_of_warmup_with_a_suggested_num_simulations",
-    "tests/test_auto_moves.py::test_pilot_sees_no_gain_where_the_moves_do_not_pay_and_auto_gives_the_chosen_draws",
-    "tests/test_auto_moves.py::test_pilot_keeps_the_moves_where_they_pay",
+    "tests/test_auto_moves.py::test_auto_turns_the_moves_off_where_they_do_not_pay",
+    "tests/test_auto_moves.py::test_auto_keeps_the_moves_where_they_pay",
     # the samplers' laws checked a second way, and statistical checks of the compositional and
     # synthetic-data modules beyond their exact-answer tests
     "tests/test_samplers.py::test_fast_sampling_swaps_sites_and_keeps_log_densities",
@@ -206,7 +206,7 @@ SLOW_TESTS = (
     "tests/test_pseudo_marginal.py::test_progress_bar_shows_the_running_mean_acceptance",
     "tests/test_data_augmentation.py::test_arviz_with_stored_records_has_release_log_likelihood",
     "tests/test_data_augmentation.py::test_inner_kernel_settings_are_used",
-    "tests/test_auto_moves.py::test_same_model_and_data_get_the_same_choice_and_draws",
+    "tests/test_auto_moves.py::test_same_key_gets_the_same_choice_and_draws",
     "tests/test_abc.py::test_time_cap_reports_acceptance_rate",
     "tests/test_abc.py::test_huge_max_proposals_do_not_overflow",
     "tests/test_abc.py::test_vectorized_path_gives_the_exact_posterior[bernoulli_simulator]",

@@ -24,7 +24,7 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
     from numpyro.infer import MCMC, NUTS
 
     import dpjax
-    from dpjax.infer import DataAugmentationKernel
+    from dpjax.infer import DataAugmentationKernel, auto_moves
     from dpjax.models import clamped_normal, naive_normal
     from dpjax.models.normal import SENSITIVITY, clamp_to_unit
 
@@ -64,11 +64,11 @@ def demo(epsilon: float, n: int, seed: int, out: str, num_samples: int, progress
         release,
         label="dpjax: DataAugmentationKernel (NUTS θ-step, imputed records, non-centred θ-moves if they pay)",
     )
-    pilot = kernel.moves_pilot
-    if pilot is not None:
+    chosen = auto_moves.choice(private.last_state)
+    if chosen is not None:
         print(
-            f"non-centred θ-moves {'on' if pilot.num_moves else 'off'}: the pilot estimated their ESS/s "
-            f"at {pilot.speedup:.2f}× plain data augmentation's ({pilot.seconds:.1f} s)."
+            f"non-centred θ-moves {'on' if chosen[0] else 'off'}: in warmup they gave {chosen[1]:.2f}× plain "
+            f"data augmentation's ESS per draw (kept from {auto_moves.GAIN_TO_KEEP:g}×)."
         )
 
     cols = ["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "r_hat"]

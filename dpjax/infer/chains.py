@@ -100,7 +100,7 @@ def first_key(rng_key):
 
 
 class PerChainKernel(MCMCKernel):
-    """Subclasses define ``_sample_one(state, model_args, model_kwargs)`` and
+    """Subclasses define ``_sample_one(state, model_args, model_kwargs, shared)`` and
     ``_refresh_one(state, model_args, model_kwargs)`` and, in ``init``, return
     ``self._start(rng_key, init_one, init_params)`` with ``init_one(rng_key, init_params) -> state``.
 
@@ -115,10 +115,12 @@ class PerChainKernel(MCMCKernel):
         """``init_one(rng_key, init_params)`` per chain. With a batch of keys, ``init_params`` holds
         one value per chain along a leading axis, as ``numpyro.infer.MCMC`` gives them."""
         check_key(rng_key, batched=True)
+        # compiled as one program: run op by op, a start costs hundreds of small compilations
+        # (seconds in a cold process)
         if is_prng_key(rng_key):
             self._sample_fn, self._refresh_fn = self._sample_one, self._refresh_one
-            return init_one(rng_key, init_params)
-        self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None))
+            return jax.jit(init_one)(rng_key, init_params)
+        self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None, None))
         self._refresh_fn = jax.vmap(self._refresh_one, in_axes=(0, None, None))
         if init_params is not None:
             chains = rng_key.shape[0]
@@ -128,15 +130,23 @@ class PerChainKernel(MCMCKernel):
                     f"`init_params` must hold one value per chain along a leading axis of {chains} (as "
                     f"numpyro.infer.MCMC gives them), got shapes {wrong}."
                 )
-        return jax.vmap(init_one, in_axes=(0, None if init_params is None else 0))(rng_key, init_params)
+        return jax.jit(jax.vmap(init_one, in_axes=(0, None if init_params is None else 0)))(
+            rng_key, init_params
+        )
 
     def sample(self, state, model_args, model_kwargs):
         if self._sample_fn is None:
             raise RuntimeError("Call `init` before `sample`.")
-        new = self._sample_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+        kwargs = {} if model_kwargs is None else model_kwargs
+        new = self._sample_fn(state, model_args, kwargs, self._shared(state))
         if not _CHECKS_AT_END.get():
             self._check_step(state, new)
         return new
+
+    def _shared(self, state):
+        """What the chains of a batch share this iteration, decided from all of them (``state`` holds
+        one row per chain when batched): the last argument of ``_sample_one``, not mapped over chains."""
+        return ()
 
     def _check_step(self, state, new):
         """Host warnings after one iteration of all chains (a ``lax.cond``-guarded ``jax.debug.callback``,
@@ -199,12 +209,17 @@ class SlowMixingWarning(UserWarning):
     """The chains disagree about a θ site at the end of warmup: the sampler mixes slowly there."""
 
 
+def flat_theta(theta, like):
+    """θ's values raveled into one vector of ``like``'s dtype (``like`` itself when θ is empty)."""
+    return jnp.concatenate([jnp.ravel(v).astype(like.dtype) for v in theta.values()]) if theta else like
+
+
 def warmup_moments(moments, theta, iteration, num_warmup):
     """Welford's running (count, mean, M2) of the flat θ over the second half of warmup (iterations
     ``num_warmup // 2 .. num_warmup − 1``); unchanged outside it. O(dim θ) per iteration."""
     count, mean, m2 = moments
     inside = (iteration >= num_warmup // 2) & (iteration < num_warmup)
-    x = jnp.concatenate([jnp.ravel(v).astype(mean.dtype) for v in theta.values()]) if theta else mean
+    x = flat_theta(theta, mean)
     new_count = count + 1
     delta = x - mean
     new_mean = mean + delta / new_count

@@ -3,7 +3,7 @@ over static :class:`Core` settings, composing the stages: the θ block (:mod:`~d
 the record step (:mod:`~dpjax.infer.record_step`), then either the size step of an unknown n
 (:mod:`~dpjax.infer.size_step`) or the non-centred θ-moves (:mod:`~dpjax.infer.noncentred`).
 :class:`~dpjax.infer.DataAugmentationKernel` and :class:`~dpjax.infer.ReversibleJumpKernel` are NumPyro
-faces over it; MCEM's E-step and the moves pilot call the same functions.
+faces over it; MCEM's E-step calls the same functions.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from numpyro import handlers
 
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, allow_overflow, integer_statistics
-from . import noncentred, record_step, size_step, theta_block
-from .chains import warmup_moments
+from . import auto_moves, noncentred, record_step, size_step, theta_block
+from .chains import flat_theta, warmup_moments
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
 from .rules import records_exchangeable
 from .spec import ModelSpec, privatized_infos, prototype
@@ -92,6 +92,9 @@ class DAState(NamedTuple):
     - **rng_key** – PRNG key for the next iteration; **info** – :class:`DAInfo`.
     - **warmup_moments** – (count, mean, M2) of the flat θ over the second half of warmup, for the
       chains' R̂ at its end (:func:`dpjax.infer.chains.warmup_moments`).
+    - **moves_trial** – with ``noncentred_moves="auto"``, the θ draws of the trial without and with the
+      moves at the end of warmup, and the choice (:class:`dpjax.infer.auto_moves.MovesTrial`); ``()``
+      otherwise.
     """
 
     z: dict
@@ -106,6 +109,7 @@ class DAState(NamedTuple):
     rng_key: jax.Array
     info: DAInfo
     warmup_moments: tuple = ()
+    moves_trial: Any = ()
 
     @property
     def nc_step_size(self):
@@ -129,7 +133,8 @@ class Core(NamedTuple):
     - **inner**, **theta_update** – the θ block's form (:func:`~dpjax.infer.theta_block.build_kernel`);
     - **record_update** – ``"sweep"`` or ``"soma"``; **store_records** – the records go into ``z``;
     - **num_moves** – non-centred θ-moves (or joint (θ, n) moves) per iteration, and **init_moves**, the
-      initial state of their random walk given θ;
+      initial state of their random walk given θ; **auto_moves** – whether the warmup tries them
+      against none (:mod:`~dpjax.infer.auto_moves`);
     - **size_kernel** – the size step of an unknown n (None with a known n);
     - **exchangeable** – whether records drawn for one slot are used in another (births, SOMA), so that
       ``init`` checks, under ``jit`` too, that the records' law does not depend on the slot."""
@@ -142,6 +147,7 @@ class Core(NamedTuple):
     store_records: bool = False
     num_moves: int = 0
     init_moves: Callable | None = None
+    auto_moves: bool = False
     size_kernel: Callable | None = None
     exchangeable: bool = False
 
@@ -245,6 +251,7 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
             near_capacity=size_step.near_capacity(spec, size),
         ),
         warmup_moments=(jnp.array(0, jnp.int32), flat, flat),
+        moves_trial=auto_moves.init(num_warmup, sizes, flat.dtype) if core.auto_moves else (),
     )
 
 
@@ -286,7 +293,8 @@ def refresh(core: Core, state: DAState, model_args, model_kwargs) -> DAState:
 def build_kernel(core: Core):
     """``step(state, model_args, model_kwargs, *, num_warmup, use_moves=None) -> DAState``: one iteration
     (θ block, record step, then the size step or the non-centred moves); the moves adapt in the first
-    ``num_warmup`` iterations; ``use_moves`` is the moves pilot's switch, a scalar shared by its chains."""
+    ``num_warmup`` iterations; ``use_moves`` switches them on or off (a scalar shared by a batch of
+    chains: :func:`dpjax.infer.auto_moves.use_moves`)."""
     spec = core.spec
     theta_kernel = theta_block.build_kernel(spec.theta, inner=core.inner, update=core.theta_update)
     sweep = record_step.build_kernel(core.record_update, spec.discrete_records)
@@ -301,6 +309,13 @@ def build_kernel(core: Core):
         )
         stats = statistics(spec, infos, public, records, active)
         return theta, records, nc, info.accept_rate, stats, theta_block.point_at(theta, ts, spec.supports)
+
+    def trial(state, theta, num_warmup, use_moves):
+        if not core.auto_moves:
+            return state.moves_trial
+        flat = flat_theta(theta, state.warmup_moments[1])
+        moved = True if use_moves is None else use_moves
+        return auto_moves.update(state.moves_trial, flat, state.iteration, num_warmup, moved)
 
     def step(state, model_args, model_kwargs, *, num_warmup, use_moves=None):
         key_theta, key_prop, key_sweep, key_nc, key_next = random.split(state.rng_key, 5)
@@ -361,7 +376,7 @@ def build_kernel(core: Core):
             unmoved = lambda th, rec, ts: (th, rec, nc, jnp.zeros_like(nc_rate), stats, ts)
             if use_moves is None:
                 theta, records, nc, nc_rate, stats, theta_state = moved(theta, records, theta_state)
-            else:  # the pilot's switch: a scalar shared by its chains, so a real branch under vmap
+            else:  # a scalar shared by the chains, so a real branch under their vmap
                 theta, records, nc, nc_rate, stats, theta_state = jax.lax.cond(
                     use_moves, moved, unmoved, theta, records, theta_state
                 )
@@ -391,6 +406,7 @@ def build_kernel(core: Core):
             rng_key=key_next,
             info=info,
             warmup_moments=warmup_moments(state.warmup_moments, theta, state.iteration, num_warmup),
+            moves_trial=trial(state, theta, num_warmup, use_moves),
         )
 
     return step

@@ -13,12 +13,10 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 from numpyro.infer.hmc import HMC
-from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key
 from ..primitives import allow_overflow
-from . import da_core, size_step, theta_block
-from .auto_moves import MovesPilot, pilot
+from . import auto_moves, da_core, size_step, theta_block
 from .chains import (
     PerChainKernel,
     check_init_params,
@@ -62,9 +60,10 @@ class DataAugmentationKernel(PerChainKernel):
         fixed as noise variables u, x = g(θ, u) (interweaving; :mod:`dpjax.infer.noncentred` lists the
         record families with such a representation). They keep θ mixing when the release is weak
         compared with the data. ``"auto"`` (default): 5 where every latent record site has one and θ
-        is continuous, else 0; with ≥ 1000 warmup iterations, a timed pilot (:mod:`dpjax.infer.auto_moves`,
-        outcome in ``kernel.moves_pilot``, remembered per model, settings and data) keeps them only where
-        they raise the ESS per second 1.5-fold. ``0``: the seed's plain Algorithm 1; an int: that many.
+        is continuous, else 0; with ≥ 200 warmup iterations the end of warmup tries them against none
+        (:mod:`dpjax.infer.auto_moves`; ``auto_moves.choice(mcmc.last_state)`` tells the outcome) and
+        keeps them only where they raise θ's ESS per draw 3-fold. ``0``: the seed's
+        plain Algorithm 1; an int: that many.
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
     :param record_update: ``"sweep"`` (default): the seed's sweep, proposal i offered to record i,
         O(1) work per update; ``"soma"``: each proposal offered to every record at once
@@ -127,8 +126,6 @@ class DataAugmentationKernel(PerChainKernel):
         self._size: size_step.SizeSettings | None = None  # an unknown n's (ReversibleJumpKernel)
         self._num_moves, self._num_warmup = 0, 0  # static, resolved at `init`
         self._spec: ModelSpec | None = None
-        #: what the ``"auto"`` pilot measured and chose (None when no pilot ran)
-        self.moves_pilot: MovesPilot | None = None
 
     @property  # ---------------------------------------------------------------- NumPyro-facing
     def model(self):
@@ -231,15 +228,6 @@ class DataAugmentationKernel(PerChainKernel):
         )
         state = self._start(rng_key, init_one, init_params)
         da_core.check_start(core, state, model_args, model_kwargs)
-        if self._noncentred == "auto" and self._num_moves and not spec.size_sites:
-            if init_params is not None and not is_prng_key(rng_key):  # one chain's, for the pilot's chains
-                init_params = jax.tree.map(lambda v: v[0], init_params)
-            self.moves_pilot = pilot(
-                core, init_params, num_warmup=num_warmup, model_args=model_args, model_kwargs=model_kwargs
-            )
-            if self.moves_pilot is not None and not self.moves_pilot.num_moves:
-                self._num_moves = 0
-                state = state._replace(nc=())
         return state
 
     # ---------------------------------------------------------------- internals
@@ -257,6 +245,7 @@ class DataAugmentationKernel(PerChainKernel):
             store_records=self._store_records,
             num_moves=self._num_moves,
             init_moves=self._init_nc,
+            auto_moves=self._tries_moves(),
             size_kernel=self._size_kernel(),
             exchangeable=self._needs_exchangeable(),
         )
@@ -293,7 +282,17 @@ class DataAugmentationKernel(PerChainKernel):
     def _init_nc(self, theta):
         return (init_joint_state if self._size else init_nc_state)(theta, self._spec.supports)
 
-    def _sample_one(self, state, model_args, model_kwargs):
+    def _tries_moves(self) -> bool:  # "auto" with moves that apply: the warmup decides
+        return self._noncentred == "auto" and bool(self._num_moves) and not self._spec.size_sites
+
+    def _shared(self, state):
+        """Whether the moves run this iteration: one choice for all chains (:mod:`~.auto_moves`)."""
+        if not self._tries_moves():
+            return ()
+        return (auto_moves.use_moves(state.iteration, state.moves_trial, self._num_warmup),)
+
+    def _sample_one(self, state, model_args, model_kwargs, shared=()):
         """One iteration (:func:`dpjax.infer.da_core.build_kernel`)."""
         step = da_core.build_kernel(self._core())
-        return step(state, model_args, model_kwargs, num_warmup=self._num_warmup)
+        use_moves = shared[0] if shared else None
+        return step(state, model_args, model_kwargs, num_warmup=self._num_warmup, use_moves=use_moves)

@@ -414,5 +414,5 @@ class PseudoMarginalABC(PerChainKernel):
     def _report(self, sd):
         _report_check(sd, num_simulations=self._num_simulations)
 
-    def _sample_one(self, state, args, kwargs):
+    def _sample_one(self, state, args, kwargs, shared=()):
         return build_kernel(self._core, self._num_warmup)(state, args, kwargs)

@@ -258,7 +258,9 @@ def check_round_off(inner, theta_state, records, size, model_args, model_kwargs)
     flat, unravel = ravel_pytree(theta_state.z)
     direction = random.normal(random.key(0), flat.shape, flat.dtype)
     step = ROUND_OFF_STEP * direction / jnp.linalg.norm(direction)
-    potential = jax.vmap(lambda t: potential_energy(inner.model, model_args, kw, unravel(flat + t * step)))
+    potential = jax.jit(
+        jax.vmap(lambda t: potential_energy(inner.model, model_args, kw, unravel(flat + t * step)))
+    )
     u = np.asarray(potential(jnp.arange(ROUND_OFF_POINTS, dtype=flat.dtype)), np.float64)
     noise = float(np.std(np.diff(u, 2)) / np.sqrt(6))  # Var(u[i+1] − 2u[i] + u[i−1]) = 6σ²
     if np.isfinite(noise) and noise > ROUND_OFF_LIMIT:
