@@ -9,7 +9,7 @@ import pytest
 from numpyro.infer import MCMC
 
 import dpjax
-from dpjax.infer import PseudoMarginalABC, abc_importance, exact_abc, mcem
+from dpjax.infer import DataAugmentationKernel, PseudoMarginalABC, abc_importance, exact_abc, mcem
 
 
 def counting_model():
@@ -211,3 +211,38 @@ def test_data_augmentation_does_not_retrace_for_a_new_release_under_mcmc():
     fresh = da_mcmc(counting_model()[0])
     fresh.run(jax.random.key(0), RELEASES[2])
     jax.tree.map(np.testing.assert_array_equal, mcmc.get_samples(), fresh.get_samples())
+
+
+def quickstart_model(n, release=None):
+    p = numpyro.sample("p", dist.Beta(1.0, 1.0))
+    with numpyro.plate("respondents", n):
+        yes = numpyro.sample("yes", dist.Bernoulli(p))
+    mechanism = dpjax.LaplaceMechanism(epsilon=0.5, sensitivity=1.0)
+    dpjax.privatized("count", mechanism, lambda r: r["yes"], {"yes": yes}, plate="respondents", obs=release)
+
+
+def test_a_new_release_compiles_nothing_with_jit_model_args_and_a_python_plate_size():
+    """NumPyro's ``jit_model_args=True`` passes every argument traced, the plate size n too: the kernel
+    keeps n at the value its ``init`` saw, so a second run on a new release compiles nothing (the
+    chains' start, the checks and the sampling loop are reused) and gives a fresh MCMC's draws; a new
+    n is refused, since the compiled step would keep the old one."""
+    compiles = []
+    listener = lambda event, seconds, **kw: (
+        compiles.append(kw.get("fun_name")) if "backend_compile" in event else None
+    )
+    mcmc = lambda: MCMC(
+        DataAugmentationKernel(quickstart_model), num_warmup=40, num_samples=40, jit_model_args=True
+    )
+    reused = mcmc()
+    reused.run(jax.random.key(0), 60, jnp.array(17.4))
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        reused.run(jax.random.key(1), 60, jnp.array(30.2))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert compiles == []
+    fresh = mcmc()
+    fresh.run(jax.random.key(1), 60, jnp.array(30.2))
+    np.testing.assert_array_equal(reused.get_samples()["p"], fresh.get_samples()["p"])
+    with pytest.raises(ValueError, match="jit_model_args=True.*changed"):
+        reused.run(jax.random.key(1), 61, jnp.array(30.2))

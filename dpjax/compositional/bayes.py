@@ -160,8 +160,8 @@ def dp_mcmc(
         α | the starting records. There :func:`dp_approx` with ``censored=True`` gives the CLT
         posterior given the release itself.
     :param noncentred_moves: random-walk α-moves per iteration with the records held as
-        Wilson–Hilferty noise (:mod:`dpjax.infer.noncentred`; exact). ``"auto"`` (default): 5, or
-        the outcome of a timed pilot with 1 000 or more warmup iterations (DataAugmentationKernel).
+        Wilson–Hilferty noise (:mod:`dpjax.infer.noncentred`; exact). ``"auto"`` (default): 5, kept
+        after warmup only where a trial in it finds they pay (:mod:`dpjax.infer.auto_moves`).
         Without them (``0``, the seed's algorithm) α crawls along its scale where the release pins
         only its ratios: at n = 1 000, ε₁ = 0.375 the ESS of α was 3–4 per 4 000 draws against ~880.
     :returns: the ``numpyro.infer.MCMC`` object; ``get_samples()["alpha"]`` are the draws and

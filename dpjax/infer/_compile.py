@@ -11,7 +11,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["CACHE", "SplitArgs", "avals", "compiled", "memo", "split_args"]
+__all__ = [
+    "CACHE",
+    "UNTRACEABLE",
+    "SplitArgs",
+    "avals",
+    "compiled",
+    "fingerprint",
+    "keep",
+    "memo",
+    "split_args",
+    "with_static",
+]
 
 # Compile once: the engines' jitted functions are cached at module level, keyed by what fixes the
 # traced program (the model, static settings, the structure / shapes / dtypes of the array arguments
@@ -19,7 +30,7 @@ __all__ = ["CACHE", "SplitArgs", "avals", "compiled", "memo", "split_args"]
 # release, data) are traced arguments, so a new release value reuses the compilation.
 CACHE_SIZE = 32
 CACHE: OrderedDict = OrderedDict()
-_UNTRACEABLE = object()  # cached marker: this key's model needs concrete array arguments
+UNTRACEABLE = object()  # cached marker: this key's model needs concrete array arguments
 _TRACER_ERRORS = (
     jax.errors.ConcretizationTypeError,
     jax.errors.TracerArrayConversionError,
@@ -34,10 +45,25 @@ class SplitArgs(NamedTuple):
     dynamic: list  # the array leaves, passed to the compiled function as arguments
     key: tuple | None  # the static part (None: not hashable, so not cacheable)
     rebuild: Callable  # dynamic leaves -> (model_args, model_kwargs)
+    static: list  # the other leaves (plate sizes, flags), in order
 
 
 def avals(leaves):
     return tuple((jnp.shape(x), jnp.result_type(x), getattr(x, "weak_type", False)) for x in leaves)
+
+
+def fingerprint(tree):
+    """A hashable summary of ``tree``: its structure, and each leaf's shape, dtype and value (arrays)
+    or repr (anything else)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, jax.Array | np.ndarray | np.generic):
+            a = np.asarray(leaf)
+            out.append((a.shape, str(a.dtype), a.tobytes()))
+        else:
+            out.append(repr(leaf))
+    return treedef, tuple(out)
 
 
 def split_args(model_args, model_kwargs) -> SplitArgs:
@@ -56,7 +82,25 @@ def split_args(model_args, model_kwargs) -> SplitArgs:
         hash(key)
     except TypeError:
         key = None
-    return SplitArgs(dynamic, key, rebuild)
+    return SplitArgs(dynamic, key, rebuild, static)
+
+
+def with_static(split: SplitArgs, model_args, model_kwargs):
+    """``(model_args, model_kwargs)`` with each traced leaf that ``split`` holds as static (a Python
+    number when it was made) back at that value, and whether any was: NumPyro's
+    ``MCMC(..., jit_model_args=True)`` passes every argument traced, plate sizes included."""
+    leaves, treedef = jax.tree.flatten((tuple(model_args), dict(model_kwargs)))
+    if split.key is None or treedef != split.key[0]:
+        return model_args, model_kwargs, False
+    static, out, replaced = iter(split.static), [], False
+    for leaf, is_array in zip(leaves, split.key[1]):
+        if not is_array:
+            value = next(static)
+            if isinstance(leaf, jax.core.Tracer):
+                leaf, replaced = value, True
+        out.append(leaf)
+    args, kwargs = jax.tree.unflatten(treedef, out)
+    return args, kwargs, replaced
 
 
 def compiled(key, build, dynamic):
@@ -64,7 +108,7 @@ def compiled(key, build, dynamic):
     ``key``. A model that needs concrete array arguments (a tracer error while compiling) falls back to
     ``build(traced=False)``, which closes over them and compiles per call, as before caching."""
     fn = memo(key, lambda: build(traced=True))
-    if fn is _UNTRACEABLE:
+    if fn is UNTRACEABLE:
         closed = build(traced=False)
         return lambda *a: closed(*a, ())
     state = {"fn": fn}
@@ -75,7 +119,7 @@ def compiled(key, build, dynamic):
         except _TRACER_ERRORS:
             if state["fn"] is not fn:
                 raise
-            _keep(key, _UNTRACEABLE)
+            keep(key, UNTRACEABLE)
             state["fn"] = build(traced=False)  # ignores `dynamic`: closes over the arguments
             return state["fn"](*a, dynamic)
 
@@ -93,11 +137,11 @@ def memo(key, compute):
         CACHE.move_to_end(key)
         return CACHE[key]
     value = compute()
-    _keep(key, value)
+    keep(key, value)
     return value
 
 
-def _keep(key, value):
+def keep(key, value):
     if key is None:
         return
     try:

@@ -17,6 +17,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key
+from ._compile import UNTRACEABLE, avals, compiled, fingerprint, keep, split_args, with_static
 
 
 def check_init_params(init_params, supports, allowed=None):
@@ -102,7 +103,8 @@ def first_key(rng_key):
 class PerChainKernel(MCMCKernel):
     """Subclasses define ``_sample_one(state, model_args, model_kwargs, shared)`` and
     ``_refresh_one(state, model_args, model_kwargs)`` and, in ``init``, return
-    ``self._start(rng_key, init_one, init_params)`` with ``init_one(rng_key, init_params) -> state``.
+    ``self._start(rng_key, init_one, init_params, model_args, model_kwargs, settings)`` with
+    ``init_one(rng_key, init_params, model_args, model_kwargs) -> state``.
 
     NumPyro 0.22's block protocol (so the kernels nest in ``numpyro.infer.Gibbs``): ``refresh`` runs
     ``_refresh_one`` per chain, ``get_constrain_fn`` is the identity (``z`` holds constrained values)
@@ -110,19 +112,26 @@ class PerChainKernel(MCMCKernel):
 
     _sample_fn = None
     _refresh_fn = None
+    _args = None  # the model arguments' split at the last `init` (dpjax.infer._compile.split_args)
+    _baked = None  # their static part, once a compiled step has kept it (jit_model_args=True)
 
-    def _start(self, rng_key, init_one, init_params=None):
-        """``init_one(rng_key, init_params)`` per chain. With a batch of keys, ``init_params`` holds
-        one value per chain along a leading axis, as ``numpyro.infer.MCMC`` gives them."""
+    def _start(self, rng_key, init_one, init_params, model_args, model_kwargs, settings=()):
+        """``init_one(rng_key, init_params, model_args, model_kwargs)`` per chain, compiled once per
+        kernel, ``settings`` (what else fixes the program) and the arguments' static part: a new run
+        with new arrays of the same shapes (a new release) compiles nothing. With a batch of keys,
+        ``init_params`` holds one value per chain along a leading axis, as ``numpyro.infer.MCMC`` gives
+        them."""
         check_key(rng_key, batched=True)
-        # compiled as one program: run op by op, a start costs hundreds of small compilations
-        # (seconds in a cold process)
-        if is_prng_key(rng_key):
-            self._sample_fn, self._refresh_fn = self._sample_one, self._refresh_one
-            return jax.jit(init_one)(rng_key, init_params)
-        self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None, None))
-        self._refresh_fn = jax.vmap(self._refresh_one, in_axes=(0, None, None))
-        if init_params is not None:
+        self._args = split = split_args(model_args, model_kwargs)
+        if self._baked is not None and self._baked != (split.static, fingerprint(self._static_part())):
+            raise ValueError(
+                "This kernel's compiled step keeps the model's non-array arguments (plate sizes, Python "
+                "numbers) and what they fix (the sites' supports) at their values in its first run with "
+                "`MCMC(..., jit_model_args=True)`, and they changed: build a new MCMC and kernel for "
+                "them, or pass what changes between runs as arrays (jnp.asarray) that no support reads."
+            )
+        batched = not is_prng_key(rng_key)
+        if batched and init_params is not None:
             chains = rng_key.shape[0]
             wrong = {k: jnp.shape(v) for k, v in init_params.items() if jnp.shape(v)[:1] != (chains,)}
             if wrong:
@@ -130,15 +139,56 @@ class PerChainKernel(MCMCKernel):
                     f"`init_params` must hold one value per chain along a leading axis of {chains} (as "
                     f"numpyro.infer.MCMC gives them), got shapes {wrong}."
                 )
-        return jax.jit(jax.vmap(init_one, in_axes=(0, None if init_params is None else 0)))(
-            rng_key, init_params
-        )
+
+        def build(traced, jit=True):
+            def start(key, params, dynamic):
+                args, kwargs = split.rebuild(dynamic) if traced else (model_args, model_kwargs)
+                return init_one(key, params, args, kwargs)
+
+            if batched:
+                start = jax.vmap(start, in_axes=(0, None if init_params is None else 0, None))
+            # one program: run op by op, a start costs hundreds of small compilations (seconds)
+            return jax.jit(start) if jit else start
+
+        if batched:
+            self._sample_fn = jax.vmap(self._sample_one, in_axes=(0, None, None, None))
+            self._refresh_fn = jax.vmap(self._refresh_one, in_axes=(0, None, None))
+        else:
+            self._sample_fn, self._refresh_fn = self._sample_one, self._refresh_one
+        if any(
+            isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((rng_key, init_params, split.dynamic))
+        ):
+            return build(traced=False, jit=False)(rng_key, init_params, ())  # the caller compiles it
+        params = jax.tree.flatten(init_params)
+        key = ("start", self, settings, split.key, jnp.shape(rng_key), params[1], avals(params[0]))
+        state = compiled(key, build, split.dynamic)(rng_key, init_params)
+        if self._kept_tracers():  # an inner kernel kept a traced argument: close over them instead
+            keep(key, UNTRACEABLE)
+            state = build(traced=False)(rng_key, init_params, ())
+        return state
+
+    def _kept_tracers(self) -> bool:
+        """Whether an object inside the kernel kept a traced value from ``init`` (NumPyro's HMC keeps
+        θ's support transforms, traced where a model argument sets them)."""
+        return False
+
+    def _concrete_args(self, model_args, model_kwargs):
+        """The model's arguments with the static ones at the values ``init`` saw where they come
+        traced (``jit_model_args=True``); remembered, so a later ``init`` refuses other values."""
+        args, kwargs, replaced = with_static(self._args, model_args, model_kwargs)
+        if replaced:
+            self._baked = (self._args.static, fingerprint(self._static_part()))
+        return args, kwargs
+
+    def _static_part(self):
+        """What the compiled step reads from ``init``'s concrete trace (the model's spec)."""
+        return getattr(self, "_spec", None)
 
     def sample(self, state, model_args, model_kwargs):
         if self._sample_fn is None:
             raise RuntimeError("Call `init` before `sample`.")
-        kwargs = {} if model_kwargs is None else model_kwargs
-        new = self._sample_fn(state, model_args, kwargs, self._shared(state))
+        args, kwargs = self._concrete_args(model_args, {} if model_kwargs is None else model_kwargs)
+        new = self._sample_fn(state, args, kwargs, self._shared(state))
         if not _CHECKS_AT_END.get():
             self._check_step(state, new)
         return new
@@ -160,7 +210,8 @@ class PerChainKernel(MCMCKernel):
         ``numpyro.infer.Gibbs``, the values of the sibling blocks' sites), per chain."""
         if self._refresh_fn is None:
             raise RuntimeError("Call `init` before `refresh`.")
-        return self._refresh_fn(state, model_args, {} if model_kwargs is None else model_kwargs)
+        args, kwargs = self._concrete_args(model_args, {} if model_kwargs is None else model_kwargs)
+        return self._refresh_fn(state, args, kwargs)
 
     def _refresh_one(self, state, model_args, model_kwargs):
         raise NotImplementedError

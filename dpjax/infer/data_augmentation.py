@@ -223,10 +223,14 @@ class DataAugmentationKernel(PerChainKernel):
             init_params, spec.supports, allowed=spec.theta + spec.latent_records + spec.size_sites
         )
         core = self._core()
-        init_one = partial(
-            da_core.init, core, num_warmup=num_warmup, model_args=model_args, model_kwargs=model_kwargs
-        )
-        state = self._start(rng_key, init_one, init_params)
+
+        def init_one(key, params, model_args, model_kwargs):
+            return da_core.init(
+                core, key, params, num_warmup=num_warmup, model_args=model_args, model_kwargs=model_kwargs
+            )
+
+        settings = (num_warmup, self._num_moves, self._noncentred)
+        state = self._start(rng_key, init_one, init_params, model_args, model_kwargs, settings)
         da_core.check_start(core, state, model_args, model_kwargs)
         return state
 
@@ -281,6 +285,10 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _init_nc(self, theta):
         return (init_joint_state if self._size else init_nc_state)(theta, self._spec.supports)
+
+    def _kept_tracers(self) -> bool:
+        leaves = jax.tree.leaves(vars(self._inner)) if self._inner is not None else []
+        return any(isinstance(x, jax.core.Tracer) for x in leaves)
 
     def _tries_moves(self) -> bool:  # "auto" with moves that apply: the warmup decides
         return self._noncentred == "auto" and bool(self._num_moves) and not self._spec.size_sites

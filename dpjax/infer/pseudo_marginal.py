@@ -400,8 +400,11 @@ class PseudoMarginalABC(PerChainKernel):
         start = {k: biject_to(spec.model.supports[k]).inv(jnp.asarray(tr[k]["value"])) for k in theta}
         _, unravel = ravel_pytree(start)
         self._core = PMCore(self._model, spec.model, self._num_simulations, unravel, self._store_records)
-        init_one = partial(init, self._core, args=model_args, kwargs=model_kwargs)
-        return self._start(rng_key, init_one, init_params)
+
+        def init_one(key, params, args, kwargs):
+            return init(self._core, key, params, args=args, kwargs=kwargs)
+
+        return self._start(rng_key, init_one, init_params, model_args, model_kwargs, (self._num_simulations,))
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:

@@ -35,6 +35,7 @@ from numpyro.infer.initialization import init_to_value
 from numpyro.infer.util import potential_energy
 
 from ..mechanisms.base import concrete
+from ._compile import avals, compiled, split_args
 from .noncentred import MaskReleases, base_distribution
 
 __all__ = [
@@ -254,14 +255,23 @@ def check_round_off(inner, theta_state, records, size, model_args, model_kwargs)
     start is checked (the caller skips traced ones)."""
     if inner is None or jnp.result_type(float) != jnp.float32:
         return
-    kw = with_conditioning(model_kwargs, {**records, **size})
-    flat, unravel = ravel_pytree(theta_state.z)
-    direction = random.normal(random.key(0), flat.shape, flat.dtype)
-    step = ROUND_OFF_STEP * direction / jnp.linalg.norm(direction)
-    potential = jax.jit(
-        jax.vmap(lambda t: potential_energy(inner.model, model_args, kw, unravel(flat + t * step)))
-    )
-    u = np.asarray(potential(jnp.arange(ROUND_OFF_POINTS, dtype=flat.dtype)), np.float64)
+    split = split_args(model_args, model_kwargs)
+
+    def build(traced):
+        def potentials(z, records, size, dynamic):
+            args, kwargs = split.rebuild(dynamic) if traced else (model_args, model_kwargs)
+            kw = with_conditioning(kwargs, {**records, **size})
+            flat, unravel = ravel_pytree(z)
+            direction = random.normal(random.key(0), flat.shape, flat.dtype)
+            step = ROUND_OFF_STEP * direction / jnp.linalg.norm(direction)
+            at = lambda t: potential_energy(inner.model, args, kw, unravel(flat + t * step))
+            return jax.vmap(at)(jnp.arange(ROUND_OFF_POINTS, dtype=flat.dtype))
+
+        return jax.jit(potentials)  # one compilation per model and shapes, not one per operation
+
+    values = jax.tree.flatten((theta_state.z, records, size))
+    key = ("round-off", inner, split.key, values[1], avals(values[0]))
+    u = np.asarray(compiled(key, build, split.dynamic)(theta_state.z, records, size), np.float64)
     noise = float(np.std(np.diff(u, 2)) / np.sqrt(6))  # Var(u[i+1] − 2u[i] + u[i−1]) = 6σ²
     if np.isfinite(noise) and noise > ROUND_OFF_LIMIT:
         warnings.warn(
