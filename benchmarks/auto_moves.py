@@ -2,9 +2,10 @@
 
 For each model and ε: the minimum ESS per second of sampling (4 vmapped chains, 1 000 warmup and
 5 000 draws each, compile time apart) of plain DA (``noncentred_moves=0``) and of DA + 5
-non-centred moves; then the choice of the "auto" pilot (run by ``kernel.init`` on the concrete
-release, timed apart: compilation included). With the same key, "auto" gives exactly the draws
-of the variant it chose, so its ESS/s is that variant's. Models:
+non-centred moves; then what "auto" chose at the end of warmup (its trial: the last half of warmup
+alternates blocks without and with the moves) for 4 vectorized chains under ``numpyro.infer.MCMC``,
+and its estimate of the moves' ESS per draw over plain DA's. After warmup "auto" is the variant it
+chose, so its ESS/s is that variant's. Models:
 - Beta–Bernoulli count (Laplace on the count): n = 50 with the default NUTS θ-step (the review's
   case), n = 1 000 with the conjugate Beta draw;
 - the naive-Bayes log-linear model (N = 100, categorical records, conjugate Dirichlet step);
@@ -12,18 +13,17 @@ of the variant it chose, so its ESS/s is that variant's. Models:
 """
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 from _common import measure_ess, table, write_results
-from numpyro.infer import Predictive
+from numpyro.infer import MCMC, Predictive
 
 import dpjax
 import dpjax.models as m
-from dpjax.infer import DataAugmentationKernel
+from dpjax.infer import DataAugmentationKernel, auto_moves
 
 
 def count_model(n, epsilon, release=None):
@@ -82,11 +82,10 @@ def main(eps_list, scale):
     for model, n, eps, make, args, site in cases(eps_list):
         plain = measure_ess(make(0), args, site, warm, samples)
         moves = measure_ess(make(5), args, site, warm, samples)
-        kernel = make("auto")
-        start = time.perf_counter()
-        kernel.init(jax.random.key(0), warm, None, args, {})
-        pilot = kernel.moves_pilot
-        chosen = moves if pilot.num_moves else plain
+        mcmc = MCMC(make("auto"), num_warmup=warm, num_samples=1, num_chains=4, progress_bar=False)
+        mcmc.run(jax.random.key(0), *args)
+        kept, gain = auto_moves.choice(mcmc.last_state)
+        chosen = moves if kept else plain
         rows.append(
             {
                 "model": model,
@@ -94,11 +93,9 @@ def main(eps_list, scale):
                 "epsilon": eps,
                 "plain": plain["min_ess_per_s"],
                 "moves": moves["min_ess_per_s"],
-                "chosen_moves": pilot.num_moves,
-                "pilot_speedup": pilot.speedup,
-                "pilot_seconds": time.perf_counter() - start,
+                "chosen_moves": 5 if kept else 0,
+                "trial_gain": gain,
                 "auto": chosen["min_ess_per_s"],
-                "auto_with_pilot": chosen["min_ess"] / (chosen["seconds"] + time.perf_counter() - start),
             }
         )
         print(rows[-1], flush=True)
@@ -108,20 +105,19 @@ def main(eps_list, scale):
         ("ε", lambda r: f"{r['epsilon']:g}"),
         ("plain DA ESS/s", lambda r: f"{r['plain']:.1f}"),
         ("DA + 5 moves ESS/s", lambda r: f"{r['moves']:.1f}"),
-        ("pilot's estimate", lambda r: f"{r['pilot_speedup']:.2f}×"),
+        ("trial's ESS/draw gain", lambda r: f"{r['trial_gain']:.2f}×"),
         ("auto chose", lambda r: f"{r['chosen_moves']} moves"),
         ("auto / plain", lambda r: f"{r['auto'] / r['plain']:.2f}"),
         ("auto / best", lambda r: f"{r['auto'] / max(r['plain'], r['moves']):.2f}"),
-        ("pilot s", lambda r: f"{r['pilot_seconds']:.1f}"),
     ]
     md = [
         '# `noncentred_moves="auto"`: choice and ESS per second',
         "",
         f"Minimum ESS per second of sampling, 4 vmapped chains × ({warm} warmup + {samples} draws), compile "
-        "time apart. `pilot's estimate`: its estimated ESS/s of the moves over plain DA (the moves "
-        "are kept from 1.5×). `auto / plain` must never fall below 0.9; `auto / best` shows the gains "
-        "kept. `pilot s`: the pilot's wall time in `init`, its compilation included (paid once per "
-        "model and data in a session).",
+        "time apart. `trial's ESS/draw gain`: what the warmup trial of `auto` (4 vectorized chains) "
+        f"estimated for the moves' ESS per draw over plain DA's (kept from {auto_moves.GAIN_TO_KEEP:g}×); "
+        "after warmup `auto` runs the variant it chose, whose ESS/s it gets. `auto / plain` should not "
+        "fall below 0.9; `auto / best` shows the gains kept.",
         "",
         *table(rows, cols),
     ]

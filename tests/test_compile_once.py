@@ -91,8 +91,9 @@ def pm_mcmc(model):
 
 def test_pseudo_marginal_abc_does_not_retrace_for_a_new_release_under_mcmc():
     """A second ``mcmc.run`` with a new release of the same shape re-executes the model body only in
-    the kernel's eager ``init`` (prototype trace and initial estimate), not in the sampling loop, and
-    the reused compilation samples from the new release (the draws of a fresh MCMC)."""
+    the kernel's eager ``init`` (its prototype trace and checks; the chains' start is compiled once),
+    not in the sampling loop, and the reused compilation samples from the new release (the draws of a
+    fresh MCMC)."""
     model, calls = counting_model()
     mcmc = pm_mcmc(model)
     counts = []
@@ -102,8 +103,8 @@ def test_pseudo_marginal_abc_does_not_retrace_for_a_new_release_under_mcmc():
         counts.append(calls["n"] - before)
     before = calls["n"]
     keys = jax.random.split(jax.random.key(0), 2)
-    PseudoMarginalABC(model, num_simulations=8).init(keys, 20, None, (RELEASES[0],), {})
-    eager = calls["n"] - before  # what `init` alone executes
+    mcmc.sampler.init(keys, 20, None, (RELEASES[0],), {})
+    eager = calls["n"] - before  # what `init` alone executes, its start compiled already
     first, second, third = counts
     assert second < first and second == third == eager, (counts, eager)
     fresh = pm_mcmc(counting_model()[0])
@@ -246,3 +247,27 @@ def test_a_new_release_compiles_nothing_with_jit_model_args_and_a_python_plate_s
     np.testing.assert_array_equal(reused.get_samples()["p"], fresh.get_samples()["p"])
     with pytest.raises(ValueError, match="jit_model_args=True.*changed"):
         reused.run(jax.random.key(1), 61, jnp.array(30.2))
+
+
+def test_a_support_set_by_an_array_argument_is_closed_over_and_its_change_refused_under_jit_model_args():
+    """θ ~ Uniform(0, upper) with ``upper`` an array argument: NumPyro's HMC keeps θ's support transform
+    from ``init``, so a start traced over ``upper`` would leak it; the kernel then closes over the
+    arguments instead, and samples. Under ``jit_model_args=True`` a new ``upper`` would leave the
+    compiled step on the old support: refused."""
+
+    def model(upper, release=None):
+        rate = numpyro.sample("rate", dist.Uniform(0.0, upper))
+        with numpyro.plate("count", 3):
+            s = numpyro.sample("s", dist.Poisson(rate))
+        mechanism = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+        dpjax.privatized("s_dp", mechanism, lambda r: r["s"], {"s": s}, plate="count", obs=release)
+
+    mcmc = MCMC(
+        DataAugmentationKernel(model), num_warmup=40, num_samples=40, jit_model_args=True, progress_bar=False
+    )
+    mcmc.run(jax.random.key(0), jnp.array(10.0), jnp.array(12.0))
+    rate = np.asarray(mcmc.get_samples()["rate"])
+    assert np.all((rate > 0) & (rate < 10.0)) and rate.std() > 0
+    mcmc.run(jax.random.key(0), jnp.array(10.0), jnp.array(15.0))  # a new release: fine
+    with pytest.raises(ValueError, match="jit_model_args=True.*changed"):
+        mcmc.run(jax.random.key(0), jnp.array(20.0), jnp.array(15.0))

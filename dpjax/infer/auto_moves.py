@@ -67,11 +67,14 @@ def init(num_warmup: int, dim: int, dtype) -> MovesTrial:
 def update(trial: MovesTrial, theta, iteration, num_warmup, moved) -> MovesTrial:
     """Keep the flat θ of a trial iteration; after warmup, the choice it ran with (``moved``)."""
     length = trial_length(num_warmup)
+    keep = jnp.where(iteration >= num_warmup, moved, trial.keep)
+    if not length:
+        return MovesTrial(trial.draws, keep)
     slot = iteration - (num_warmup - length)
     draws = jnp.where(
         (slot >= 0) & (slot < length), trial.draws.at[slot].set(theta, mode="drop"), trial.draws
     )
-    return MovesTrial(draws, jnp.where(iteration >= num_warmup, moved, trial.keep))
+    return MovesTrial(draws, keep)
 
 
 def ess_per_draw(draws):

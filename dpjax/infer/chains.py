@@ -174,9 +174,12 @@ class PerChainKernel(MCMCKernel):
 
     def _concrete_args(self, model_args, model_kwargs):
         """The model's arguments with the static ones at the values ``init`` saw where they come
-        traced (``jit_model_args=True``); remembered, so a later ``init`` refuses other values."""
+        traced (``jit_model_args=True``); those and the spec are remembered then, so that a later
+        ``init`` refuses other values."""
         args, kwargs, replaced = with_static(self._args, model_args, model_kwargs)
-        if replaced:
+        traced = lambda leaves: any(isinstance(x, jax.core.Tracer) for x in leaves)
+        if replaced or (traced(jax.tree.leaves((args, kwargs))) and not traced(self._args.dynamic)):
+            # a compiled step outlives this `init` (jit_model_args=True): it keeps what init saw
             self._baked = (self._args.static, fingerprint(self._static_part()))
         return args, kwargs
 
