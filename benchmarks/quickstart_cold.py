@@ -2,8 +2,8 @@
 marginalised by enumeration (a `factor` of a logsumexp over k = 0..n): wall time from `import` to the
 printed summary, and the ESS of p per second of that wall time. Each variant runs in a fresh Python
 process (nothing cached between them, JAX's persistent compilation cache off), alternating, best of
-``--repeats``; also the DA variant with ``noncentred_moves=0`` (no pilot, no moves) to separate the
-pilot's cost.
+``--repeats``; also the DA variant with ``noncentred_moves=0`` (plain data augmentation: no moves, no
+warmup trial of them).
 """
 
 import argparse
