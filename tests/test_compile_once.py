@@ -235,6 +235,9 @@ def test_a_new_release_compiles_nothing_with_jit_model_args_and_a_python_plate_s
         DataAugmentationKernel(quickstart_model), num_warmup=40, num_samples=40, jit_model_args=True
     )
     reused = mcmc()
+    # NumPyro turns its progress bar off under CI and pytest-xdist; without it NumPyro rebuilds its own
+    # loop on every run (a new jit wrapper of its body is a static argument of the loop)
+    reused.progress_bar = True
     reused.run(jax.random.key(0), 60, jnp.array(17.4))
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:

@@ -114,6 +114,7 @@ class PerChainKernel(MCMCKernel):
     _refresh_fn = None
     _args = None  # the model arguments' split at the last `init` (dpjax.infer._compile.split_args)
     _baked = None  # their static part, once a compiled step has kept it (jit_model_args=True)
+    _traced_init = False  # whether `init` saw traced array arguments (under the caller's jit/vmap)
 
     def _start(self, rng_key, init_one, init_params, model_args, model_kwargs, settings=()):
         """``init_one(rng_key, init_params, model_args, model_kwargs)`` per chain, compiled once per
@@ -122,7 +123,10 @@ class PerChainKernel(MCMCKernel):
         ``init_params`` holds one value per chain along a leading axis, as ``numpyro.infer.MCMC`` gives
         them."""
         check_key(rng_key, batched=True)
-        self._args = split = split_args(model_args, model_kwargs)
+        split = split_args(model_args, model_kwargs)
+        # the static part only: the kernel keeps no traced value (NumPyro's rule for its kernels)
+        self._args = split._replace(dynamic=None)
+        self._traced_init = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(split.dynamic))
         if self._baked is not None and self._baked != (split.static, fingerprint(self._static_part())):
             raise ValueError(
                 "This kernel's compiled step keeps the model's non-array arguments (plate sizes, Python "
@@ -155,8 +159,8 @@ class PerChainKernel(MCMCKernel):
             self._refresh_fn = jax.vmap(self._refresh_one, in_axes=(0, None, None))
         else:
             self._sample_fn, self._refresh_fn = self._sample_one, self._refresh_one
-        if any(
-            isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((rng_key, init_params, split.dynamic))
+        if self._traced_init or any(
+            isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((rng_key, init_params))
         ):
             return build(traced=False, jit=False)(rng_key, init_params, ())  # the caller compiles it
         params = jax.tree.flatten(init_params)
@@ -178,7 +182,7 @@ class PerChainKernel(MCMCKernel):
         ``init`` refuses other values."""
         args, kwargs, replaced = with_static(self._args, model_args, model_kwargs)
         traced = lambda leaves: any(isinstance(x, jax.core.Tracer) for x in leaves)
-        if replaced or (traced(jax.tree.leaves((args, kwargs))) and not traced(self._args.dynamic)):
+        if replaced or (traced(jax.tree.leaves((args, kwargs))) and not self._traced_init):
             # a compiled step outlives this `init` (jit_model_args=True): it keeps what init saw
             self._baked = (self._args.static, fingerprint(self._static_part()))
         return args, kwargs

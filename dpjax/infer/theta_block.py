@@ -265,7 +265,9 @@ def check_round_off(inner, theta_state, records, size, model_args, model_kwargs)
             direction = random.normal(random.key(0), flat.shape, flat.dtype)
             step = ROUND_OFF_STEP * direction / jnp.linalg.norm(direction)
             at = lambda t: potential_energy(inner.model, args, kw, unravel(flat + t * step))
-            return jax.vmap(at)(jnp.arange(ROUND_OFF_POINTS, dtype=flat.dtype))
+            # one point at a time: XLA's vmapped (batched) form of such a sum carried nats of its own
+            # error in float32 (2.1 against 0.006 at 3 000 Dirichlet records, α = 3)
+            return jax.lax.map(at, jnp.arange(ROUND_OFF_POINTS, dtype=flat.dtype))
 
         return jax.jit(potentials)  # one compilation per model and shapes, not one per operation
 
