@@ -82,7 +82,14 @@ def main(eps_list, scale):
     for model, n, eps, make, args, site in cases(eps_list):
         plain = measure_ess(make(0), args, site, warm, samples)
         moves = measure_ess(make(5), args, site, warm, samples)
-        mcmc = MCMC(make("auto"), num_warmup=warm, num_samples=1, num_chains=4, progress_bar=False)
+        mcmc = MCMC(
+            make("auto"),
+            num_warmup=warm,
+            num_samples=1,
+            num_chains=4,
+            chain_method="vectorized",
+            progress_bar=False,
+        )
         mcmc.run(jax.random.key(0), *args)
         kept, gain = auto_moves.choice(mcmc.last_state)
         chosen = moves if kept else plain

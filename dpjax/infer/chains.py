@@ -104,7 +104,7 @@ class PerChainKernel(MCMCKernel):
     """Subclasses define ``_sample_one(state, model_args, model_kwargs, shared)`` and
     ``_refresh_one(state, model_args, model_kwargs)`` and, in ``init``, return
     ``self._start(rng_key, init_one, init_params, model_args, model_kwargs, settings)`` with
-    ``init_one(rng_key, init_params, model_args, model_kwargs) -> state``.
+    ``init_one(rng_key, init_params, *, model_args, model_kwargs) -> state``.
 
     NumPyro 0.22's block protocol (so the kernels nest in ``numpyro.infer.Gibbs``): ``refresh`` runs
     ``_refresh_one`` per chain, ``get_constrain_fn`` is the identity (``z`` holds constrained values)
@@ -117,7 +117,7 @@ class PerChainKernel(MCMCKernel):
     _traced_init = False  # whether `init` saw traced array arguments (under the caller's jit/vmap)
 
     def _start(self, rng_key, init_one, init_params, model_args, model_kwargs, settings=()):
-        """``init_one(rng_key, init_params, model_args, model_kwargs)`` per chain, compiled once per
+        """``init_one(rng_key, init_params, *, model_args, model_kwargs)`` per chain, compiled once per
         kernel, ``settings`` (what else fixes the program) and the arguments' static part: a new run
         with new arrays of the same shapes (a new release) compiles nothing. With a batch of keys,
         ``init_params`` holds one value per chain along a leading axis, as ``numpyro.infer.MCMC`` gives
@@ -147,7 +147,7 @@ class PerChainKernel(MCMCKernel):
         def build(traced, jit=True):
             def start(key, params, dynamic):
                 args, kwargs = split.rebuild(dynamic) if traced else (model_args, model_kwargs)
-                return init_one(key, params, args, kwargs)
+                return init_one(key, params, model_args=args, model_kwargs=kwargs)
 
             if batched:
                 start = jax.vmap(start, in_axes=(0, None if init_params is None else 0, None))
@@ -172,9 +172,11 @@ class PerChainKernel(MCMCKernel):
         return state
 
     def _kept_tracers(self) -> bool:
-        """Whether an object inside the kernel kept a traced value from ``init`` (NumPyro's HMC keeps
-        θ's support transforms, traced where a model argument sets them)."""
-        return False
+        """Whether the inner kernel (``_inner``, if any) kept a traced value from ``init``: NumPyro's HMC
+        keeps θ's support transforms, traced where a model argument sets them."""
+        inner = getattr(self, "_inner", None)
+        leaves = jax.tree.leaves(vars(inner)) if inner is not None else []
+        return any(isinstance(x, jax.core.Tracer) for x in leaves)
 
     def _concrete_args(self, model_args, model_kwargs):
         """The model's arguments with the static ones at the values ``init`` saw where they come

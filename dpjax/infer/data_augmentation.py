@@ -224,11 +224,7 @@ class DataAugmentationKernel(PerChainKernel):
         )
         core = self._core()
 
-        def init_one(key, params, model_args, model_kwargs):
-            return da_core.init(
-                core, key, params, num_warmup=num_warmup, model_args=model_args, model_kwargs=model_kwargs
-            )
-
+        init_one = partial(da_core.init, core, num_warmup=num_warmup)
         settings = (num_warmup, self._num_moves, self._noncentred)
         state = self._start(rng_key, init_one, init_params, model_args, model_kwargs, settings)
         da_core.check_start(core, state, model_args, model_kwargs)
@@ -286,10 +282,6 @@ class DataAugmentationKernel(PerChainKernel):
     def _init_nc(self, theta):
         return (init_joint_state if self._size else init_nc_state)(theta, self._spec.supports)
 
-    def _kept_tracers(self) -> bool:
-        leaves = jax.tree.leaves(vars(self._inner)) if self._inner is not None else []
-        return any(isinstance(x, jax.core.Tracer) for x in leaves)
-
     def _tries_moves(self) -> bool:  # "auto" with moves that apply: the warmup decides
         return self._noncentred == "auto" and bool(self._num_moves) and not self._spec.size_sites
 
@@ -302,5 +294,5 @@ class DataAugmentationKernel(PerChainKernel):
     def _sample_one(self, state, model_args, model_kwargs, shared=()):
         """One iteration (:func:`dpjax.infer.da_core.build_kernel`)."""
         step = da_core.build_kernel(self._core())
-        use_moves = shared[0] if shared else None
-        return step(state, model_args, model_kwargs, num_warmup=self._num_warmup, use_moves=use_moves)
+        use = shared[0] if shared else None  # `_shared`'s choice
+        return step(state, model_args, model_kwargs, num_warmup=self._num_warmup, use_moves=use)

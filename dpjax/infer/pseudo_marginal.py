@@ -401,8 +401,8 @@ class PseudoMarginalABC(PerChainKernel):
         _, unravel = ravel_pytree(start)
         self._core = PMCore(self._model, spec.model, self._num_simulations, unravel, self._store_records)
 
-        def init_one(key, params, args, kwargs):
-            return init(self._core, key, params, args=args, kwargs=kwargs)
+        def init_one(key, params, *, model_args, model_kwargs):
+            return init(self._core, key, params, args=model_args, kwargs=model_kwargs)
 
         return self._start(rng_key, init_one, init_params, model_args, model_kwargs, (self._num_simulations,))
 
