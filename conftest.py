@@ -207,6 +207,8 @@ SLOW_TESTS = (
     "tests/test_data_augmentation.py::test_arviz_with_stored_records_has_release_log_likelihood",
     "tests/test_data_augmentation.py::test_inner_kernel_settings_are_used",
     "tests/test_auto_moves.py::test_same_key_gets_the_same_choice_and_draws",
+    "tests/test_auto_moves.py::test_a_short_warmup_keeps_the_moves_without_a_trial",
+    "tests/test_compile_once.py::test_a_support_set_by_an_array_argument_is_closed_over_and_its_change_refused_under_jit_model_args",
     "tests/test_abc.py::test_time_cap_reports_acceptance_rate",
     "tests/test_abc.py::test_huge_max_proposals_do_not_overflow",
     "tests/test_abc.py::test_vectorized_path_gives_the_exact_posterior[bernoulli_simulator]",
