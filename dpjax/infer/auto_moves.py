@@ -68,13 +68,11 @@ def update(trial: MovesTrial, theta, iteration, num_warmup, moved) -> MovesTrial
     """Keep the flat θ of a trial iteration; after warmup, the choice it ran with (``moved``)."""
     length = trial_length(num_warmup)
     keep = jnp.where(iteration >= num_warmup, moved, trial.keep)
-    if not length:
+    if not length:  # no trial (JAX refuses any index into an empty axis)
         return MovesTrial(trial.draws, keep)
     slot = iteration - (num_warmup - length)
-    draws = jnp.where(
-        (slot >= 0) & (slot < length), trial.draws.at[slot].set(theta, mode="drop"), trial.draws
-    )
-    return MovesTrial(draws, keep)
+    slot = jnp.where((slot >= 0) & (slot < length), slot, length)  # out of range: dropped, O(dim θ)
+    return MovesTrial(trial.draws.at[slot].set(theta, mode="drop"), keep)
 
 
 def ess_per_draw(draws):

@@ -95,6 +95,11 @@ def _report_ended(report, is_end, value):
         report(value[np.broadcast_to(is_end, value.shape)])
 
 
+def traced(tree) -> bool:
+    """Whether any leaf of ``tree`` is a tracer (values under the caller's jit/vmap)."""
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))
+
+
 def first_key(rng_key):
     """One key of ``rng_key`` or of a batch of chain keys."""
     return rng_key if is_prng_key(rng_key) else rng_key[0]
@@ -126,7 +131,7 @@ class PerChainKernel(MCMCKernel):
         split = split_args(model_args, model_kwargs)
         # the static part only: the kernel keeps no traced value (NumPyro's rule for its kernels)
         self._args = split._replace(dynamic=None)
-        self._traced_init = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(split.dynamic))
+        self._traced_init = traced(split.dynamic)
         if self._baked is not None and self._baked != (split.static, fingerprint(self._static_part())):
             raise ValueError(
                 "This kernel's compiled step keeps the model's non-array arguments (plate sizes, Python "
@@ -159,9 +164,7 @@ class PerChainKernel(MCMCKernel):
             self._refresh_fn = jax.vmap(self._refresh_one, in_axes=(0, None, None))
         else:
             self._sample_fn, self._refresh_fn = self._sample_one, self._refresh_one
-        if self._traced_init or any(
-            isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((rng_key, init_params))
-        ):
+        if self._traced_init or traced((rng_key, init_params)):
             return build(traced=False, jit=False)(rng_key, init_params, ())  # the caller compiles it
         params = jax.tree.flatten(init_params)
         key = ("start", self, settings, split.key, jnp.shape(rng_key), params[1], avals(params[0]))
@@ -175,16 +178,14 @@ class PerChainKernel(MCMCKernel):
         """Whether the inner kernel (``_inner``, if any) kept a traced value from ``init``: NumPyro's HMC
         keeps θ's support transforms, traced where a model argument sets them."""
         inner = getattr(self, "_inner", None)
-        leaves = jax.tree.leaves(vars(inner)) if inner is not None else []
-        return any(isinstance(x, jax.core.Tracer) for x in leaves)
+        return inner is not None and traced(vars(inner))
 
     def _concrete_args(self, model_args, model_kwargs):
         """The model's arguments with the static ones at the values ``init`` saw where they come
         traced (``jit_model_args=True``); those and the spec are remembered then, so that a later
         ``init`` refuses other values."""
         args, kwargs, replaced = with_static(self._args, model_args, model_kwargs)
-        traced = lambda leaves: any(isinstance(x, jax.core.Tracer) for x in leaves)
-        if replaced or (traced(jax.tree.leaves((args, kwargs))) and not self._traced_init):
+        if replaced or (traced((args, kwargs)) and not self._traced_init):
             # a compiled step outlives this `init` (jit_model_args=True): it keeps what init saw
             self._baked = (self._args.static, fingerprint(self._static_part()))
         return args, kwargs
