@@ -217,7 +217,8 @@ def test_poisson_large_rates_keep_the_imputed_total_exact():
             poisson_blocks, 100, s, num_warmup=200, num_samples=300, init_params=at_the_release(100, s, 1e5)
         )
     messages = [str(w.message) for w in caught]
-    assert any("Non-centred θ-moves are off" in m for m in messages), messages
+    # float32 leaves the moves out (its Poisson CDF is inexact at 10⁵); x64 keeps them (exact, fast)
+    assert any("Non-centred θ-moves are off" in m for m in messages) == (not X64), messages
     # log p(λ | x) holds s · log λ ≈ 1.2·10⁸, where float32's spacing is 8: the round-off warning is
     # due in float32 (it names x64 as the fix) and never in x64
     round_off = [w for w in caught if issubclass(w.category, dpjax.infer.RoundOffWarning)]
@@ -232,9 +233,8 @@ def test_census_scale_count_is_imputed_exactly_in_x64():
     (float32 would round T to multiples of 2 here)."""
     s = 20_001_234.0
     model = lambda n, s: poisson_blocks(n, s, mean=2e4)
-    with pytest.warns(UserWarning, match="Non-centred θ-moves are off"):
-        init = at_the_release(1000, s, 2e4)
-        mcmc = run_da(model, 1000, s, num_warmup=200, num_samples=300, init_params=init)
+    init = at_the_release(1000, s, 2e4)
+    mcmc = run_da(model, 1000, s, num_warmup=200, num_samples=300, init_params=init)
     t = np.asarray(mcmc.get_extra_fields()["statistics"]["total"], np.float64) - s
     assert t.std() < 2.0 and np.abs(t).max() < 12, (t.std(), np.abs(t).max())
 

@@ -29,7 +29,7 @@ from .chains import (
 from .da_core import DAInfo, DAState
 from .joint_size_moves import init_joint_state
 from .noncentred import init_nc_state, resolve_moves
-from .record_step import StickyRecordsWarning, report_sticky
+from .record_step import StickyRecordsWarning, report_sticky, sticky_rate
 from .rules import check_exchangeable, check_records_feed_only_releases, check_release_reads_records
 from .spec import ModelSpec, model_spec, prototype
 from .theta_block import RoundOffWarning
@@ -148,7 +148,8 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:
-            report_at_end_of_warmup(state.iteration, self._num_warmup, new.record_move_rate, report_sticky)
+            rate = sticky_rate(new, state.iteration, self._num_warmup, self._num_moves > 0)
+            report_at_end_of_warmup(state.iteration, self._num_warmup, rate, report_sticky)
             report_slow_mixing(state.iteration, self._num_warmup, new.warmup_moments, new.z, self._spec.theta)
         if self._size:  # after the vmap over chains, so the host is called only when a birth was refused
             blocked = jnp.sum(new.capacity_blocked - state.capacity_blocked)

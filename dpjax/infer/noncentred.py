@@ -34,11 +34,13 @@ and ~880 with 5 per iteration, ~440× the ESS per second; the ATUS
 compositions with n known at ε_s = 1 (float64), ESS of α₁ 11–12 per 2 000 draws and 190–225.
 
 The inverse-CDF map is only as exact as F. JAX's float32 ``gammaincc`` errs by 2e-5 at a Poisson
-rate of 100 and 6e-3 at 12 000, which would target a distorted record law; float64 is accurate at
-every rate. The representation is therefore used only where the rates are at most
-``POISSON_RATE_LIMIT[dtype]``: a move whose proposal leaves that region is rejected, and no move is
-made from a state outside it. A Metropolis move restricted to a fixed region still leaves the
-target invariant (detailed balance holds pairwise), so the chain stays exact at any rate.
+rate of 100 and 6e-3 at 12 000, which would target a distorted record law; in float64 the Poisson CDF
+(:mod:`dpjax.infer.poisson_cdf`, Temme's expansion from a rate of 10³) is exact to round-off at every
+rate, and fast (0.3 µs a value at 10⁶, where ``gammaincc`` takes 110 µs and errs by up to 6e-7).
+The representation is therefore used only where the rates are at most ``POISSON_RATE_LIMIT[dtype]``:
+a move whose proposal leaves that region is rejected, and no move is made from a state outside it.
+A Metropolis move restricted to a fixed region still leaves the target invariant (detailed balance
+holds pairwise), so the chain stays exact at any rate.
 
 With u fixed, θ moves by random-walk Metropolis in its unconstrained space on
 p(θ | u, s) ∝ p(θ) η(s | T(g(θ, u))). The target is read off one trace of the model with the
@@ -58,7 +60,7 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from jax import random
 from jax.flatten_util import ravel_pytree
-from jax.scipy.special import betainc, gammaincc, gammaln, ndtri
+from jax.scipy.special import betainc, gammaln, ndtri
 from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.util import log_density
@@ -67,6 +69,7 @@ from numpyro.primitives import Messenger
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY
 from .mh import RWState, accept, adapt, init_rw, proposer
+from .poisson_cdf import poisson_cdf
 from .samplers import log_gamma, uniform
 
 __all__ = [
@@ -79,7 +82,7 @@ __all__ = [
     "build_kernel",
     "resolve_moves",
     "representable",
-    "AUTO_POISSON_RATE",
+    "AUTO_NEGATIVE_BINOMIAL_MEAN",
     "MaskReleases",
     "NEGATIVE_BINOMIAL_MEAN_LIMIT",
     "POISSON_RATE_LIMIT",
@@ -94,10 +97,10 @@ POISSON_RATE_LIMIT = {jnp.dtype("float32"): 100.0, jnp.dtype("float64"): float("
 #: largest negative-binomial mean whose inverse-CDF map is used: JAX's float32 ``betainc`` errs by up to
 #: 5e-5 at mean 30 and 3e-3 at 1 000; float64 by 1e-11 at 1 000 (the same rule as the Poisson's)
 NEGATIVE_BINOMIAL_MEAN_LIMIT = {jnp.dtype("float32"): 30.0, jnp.dtype("float64"): float("inf")}
-#: ``noncentred_moves="auto"`` leaves Poisson records above this rate to plain DA: JAX's float64
-#: ``gammaincc`` costs ~8 µs a value at rate 12 000 (3 s per iteration for 10⁴ records), and records
-#: that large pin θ anyway, so the centred step mixes well.
-AUTO_POISSON_RATE = 1000.0
+#: ``noncentred_moves="auto"`` leaves negative-binomial records above this mean to plain DA: JAX's
+#: float64 ``betainc`` grows slow with the mean (as ``gammaincc`` did for the Poisson before
+#: :mod:`dpjax.infer.poisson_cdf`: 3 s per iteration for 10⁴ records at a rate of 12 000).
+AUTO_NEGATIVE_BINOMIAL_MEAN = 1000.0
 
 
 def base_distribution(fn):
@@ -163,7 +166,7 @@ def noise_supported(fn) -> bool:
 
 
 def _poisson_cdf(k, rate):
-    return jnp.where(k < 0, 0.0, gammaincc(jnp.maximum(k, 0) + 1.0, rate))
+    return poisson_cdf(k, rate)
 
 
 def _uniform_within(interval):
@@ -498,12 +501,17 @@ def init_nc_state(theta, supports) -> RWState:
     return init_rw(flat.shape[0], flat.dtype, 0.5)
 
 
+def _auto_limit(fn):
+    """The mean above which ``"auto"`` leaves a record site's moves out for cost (None: exactness only)."""
+    return AUTO_NEGATIVE_BINOMIAL_MEAN if isinstance(base_distribution(fn), dist.GammaPoisson) else None
+
+
 def resolve_moves(setting: int | str, tr, spec, *, held: bool = False, stacklevel: int = 2) -> int:
     """How many non-centred θ-moves per iteration ``setting`` (``noncentred_moves``: ``"auto"`` or an
     int) gives for the model of trace ``tr``: 0 where a record site has no noise representation, a
     record density is scaled, θ is discrete or ``held``; ``"auto"`` also leaves them out (with a
-    warning) for Poisson records whose rates the noise map cannot represent exactly, and an int that
-    cannot apply is a ``ValueError``."""
+    warning) for count records whose means the noise map cannot represent exactly (float32) or only
+    slowly (negative binomial), and an int that cannot apply is a ``ValueError``."""
     blockers = [k for k in spec.latent_records if not noise_supported(tr[k]["fn"])]
     # a scaled record density (a power likelihood) is not the noise law's push-forward
     blockers += [k for k in spec.latent_records if tr[k].get("scale") is not None and k not in blockers]
@@ -511,22 +519,22 @@ def resolve_moves(setting: int | str, tr, spec, *, held: bool = False, stackleve
     if held:
         blockers += list(spec.theta)
     dtype = jnp.result_type(float)
-    limit = min(AUTO_POISSON_RATE, POISSON_RATE_LIMIT[jnp.dtype(dtype)])
-    nb_limit = NEGATIVE_BINOMIAL_MEAN_LIMIT[jnp.dtype(dtype)]
     costly = [k for k in spec.latent_records if k not in blockers and concrete(tr[k]["fn"])]
     with jax.ensure_compile_time_eval():  # concrete parameters stay concrete under a user's jit
-        costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, limit))]
+        costly = [k for k in costly if not bool(representable(tr[k]["fn"], dtype, _auto_limit(tr[k]["fn"])))]
     if setting == "auto" and costly and not blockers:
         why = (
-            "their inverse-CDF noise map is inexact in float32 (enable 64-bit floats)"
+            f"Poisson rates above {POISSON_RATE_LIMIT[jnp.dtype(dtype)]:g} or negative-binomial means above "
+            f"{NEGATIVE_BINOMIAL_MEAN_LIMIT[jnp.dtype(dtype)]:g}, where the inverse-CDF noise map is inexact "
+            "in float32 (enable 64-bit floats)"
             if jnp.dtype(dtype) == jnp.float32
-            else "their inverse-CDF noise map is slow there (JAX's gammaincc, betainc)"
+            else f"negative-binomial means above {AUTO_NEGATIVE_BINOMIAL_MEAN:g}, where the inverse-CDF "
+            "noise map is slow (JAX's betainc)"
         )
         warnings.warn(
-            f"Non-centred θ-moves are off: record sites {costly} are Poisson or negative binomial with means "
-            f"above {limit:g} (negative binomial: {min(limit, nb_limit):g}), where {why}; plain data "
-            "augmentation stays exact. Force the moves with "
-            "noncentred_moves=5: those that would need an inexact map are rejected.",
+            f"Non-centred θ-moves are off: record sites {costly} have {why}; plain data augmentation stays "
+            "exact. Force the moves with noncentred_moves=5: those that would need an inexact map are "
+            "rejected.",
             stacklevel=stacklevel,
         )
         blockers = costly
