@@ -271,3 +271,42 @@ def test_a_hierarchical_model_of_unit_rates_matches_the_exact_posterior():
     # the verdicts can fail: posterior sds ≈ 0.5 (μ), 0.6 (λ₁)
     assert not mcse_z_test(draws["mu"], m1 + 0.15).passed
     assert not mcse_z_test(draws["lam"][..., 1], lam1 + 0.1).passed
+
+
+def test_soma_swaps_within_units_and_matches_the_exact_posterior():
+    """SOMA scores an offer against the records of its own unit: the records' law may vary by unit
+    (λ_g), only not within one (a per-record covariate is refused before any draws)."""
+    mcmc = MCMC(DataAugmentationKernel(county, noncentred_moves=0, record_update="soma"), num_warmup=300,
+                num_samples=1000, num_chains=2, chain_method="vectorized", progress_bar=False)  # fmt: skip
+    mcmc.run(jax.random.key(3), jnp.asarray(H_UNITS), jnp.asarray(H_RELEASE))
+    draws = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    m1, m2, lam1 = county_exact(H_RELEASE)
+    for values, exact in ((draws["mu"], m1), (draws["mu"] ** 2, m2), (draws["lam"][..., 1], lam1)):
+        test = mcse_z_test(values, exact)
+        assert test.passed, test
+    assert not mcse_z_test(draws["lam"][..., 1], lam1 + 0.1).passed
+
+    def covariate(units, s=None):
+        lam = numpyro.sample("lam", dist.Gamma(2.0, 1.0))
+        with numpyro.plate("people", units.shape[0]):
+            x = numpyro.sample("x", dist.Poisson(lam * (1.0 + jnp.arange(units.shape[0]) % 2)))
+        dpjax.privatized("counts", LAPLACE, lambda r: r["x"], {"x": x}, plate="people", obs=s, groups=units)
+
+    kernel = DataAugmentationKernel(covariate, noncentred_moves=0, record_update="soma")
+    with pytest.raises(ValueError, match="varies within a unit"):
+        MCMC(kernel, num_warmup=5, num_samples=5, progress_bar=False).run(
+            jax.random.key(0), jnp.asarray(H_UNITS), jnp.asarray(H_RELEASE)
+        )
+
+
+def test_units_shift_the_exchangeability_check_within_units():
+    from dpjax.infer.rules import records_exchangeable
+    from dpjax.infer.spec import model_spec, prototype
+
+    units = jnp.asarray(H_UNITS)
+    tr = prototype(county, jax.random.key(0), (units, jnp.asarray(H_RELEASE)), {})
+    spec = model_spec(tr)
+    given = {k: tr[k]["value"] for k in spec.theta}
+    records = {"x": jnp.arange(len(H_UNITS)) % 3}  # differ along the plate, so the check can see λ_g
+    args = (county, spec, given, records, None, (units, jnp.asarray(H_RELEASE)), {})
+    assert not bool(records_exchangeable(*args)) and bool(records_exchangeable(*args, units))

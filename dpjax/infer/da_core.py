@@ -22,7 +22,7 @@ from ..primitives import INFER_KEY, allow_overflow, integer_statistics
 from . import auto_moves, noncentred, record_step, size_step, theta_block
 from .chains import flat_theta, warmup_moments
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
-from .rules import records_exchangeable
+from .rules import record_units, records_exchangeable
 from .spec import ModelSpec, privatized_infos, prototype
 
 __all__ = [
@@ -224,7 +224,16 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
         valid = valid & integer_statistics(info.mechanism, t)
     if core.exchangeable:  # checked in the kernel's `init` when concrete; here too when traced (jit)
         capacity = spec.size_bounds[1] if spec.size_sites else None
-        args = (core.model, spec, {**theta, **size}, records, capacity, model_args, model_kwargs)
+        args = (
+            core.model,
+            spec,
+            {**theta, **size},
+            records,
+            capacity,
+            model_args,
+            model_kwargs,
+            record_units(infos),
+        )
         valid = valid & records_exchangeable(*args)
     sizes = sum(int(np.size(v)) for v in theta.values())
     flat = jnp.zeros(sizes, jnp.result_type(float))

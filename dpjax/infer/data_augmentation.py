@@ -67,8 +67,8 @@ class DataAugmentationKernel(PerChainKernel):
     :param store_records: also collect the latent records at every draw (memory O(n) per draw).
     :param record_update: ``"sweep"`` (default): the seed's sweep, proposal i offered to record i,
         O(1) work per update; ``"soma"``: each proposal offered to every record at once
-        (:mod:`dpjax.infer.soma`), O(n) parallel work per update, for weak releases on a GPU. Both
-        are exact for the same target.
+        (:mod:`dpjax.infer.soma`; within its unit for a release per unit), O(n) parallel work per
+        update, for weak releases on a GPU. Both are exact for the same target.
 
     It can be a block of ``numpyro.infer.Gibbs`` that owns θ's sites *and* the latent record sites
     (then the records are collected), for parameters it should not update, e.g.

@@ -120,12 +120,15 @@ def build_kernel(update: str = "sweep", discrete_records: bool = False):
         raise ValueError(f"`update` must be 'sweep' or 'soma', got {update!r}.")
 
     def soma(rng_key, records, proposals, t_old, t_new, residuals, densities, active, groups=None):
-        if groups is not None and any(g is not None for g in groups):
+        units = [g for g in (groups or ()) if g is not None]
+        if len(units) > 1:
             raise ValueError(
-                "record_update='soma' offers each proposal to every record, across units: it does not take a "
-                "release per unit (`groups`) yet; use record_update='sweep'."
+                "record_update='soma' scores an offer against the records of its own unit: it takes one "
+                "privatized site released per unit (`groups`), not several; use record_update='sweep'."
             )
-        result = soma_sweep(rng_key, t_old, t_new, residuals, densities, active)
+        grouped = None if groups is None else [g is not None for g in groups]
+        unit = units[0] if units else None
+        result = soma_sweep(rng_key, t_old, t_new, residuals, densities, active, unit=unit, grouped=grouped)
         records = place_records(result.source, proposals, records)
         return records, RecordInfo(
             None, result.residuals, result.log_density, result.accept_rate, result.move_rate

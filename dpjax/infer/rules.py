@@ -12,7 +12,8 @@ certain shape, checked here before any draws:
   density depends on the latent records (a ``factor`` of them would be ignored by the record step);
 - **exchangeable records** where a record is drawn for one slot and used in another (the
   reversible-jump births, SOMA's offers; :func:`records_exchangeable`): the records' joint law may
-  not vary along the records plate (a plate index, a covariate array, public records).
+  not vary along the records plate (a plate index, a covariate array, public records); with a release
+  per unit SOMA swaps within a unit, so the law may vary by unit (:func:`record_units`).
 
 The ABC engines simulate the whole model and weigh each simulation by every observed site, so they
 need none of these. (The proposals' dtypes are checked where they are drawn:
@@ -29,13 +30,14 @@ from numpyro import handlers
 
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, allow_overflow, depends_on, record_statistics
-from .spec import ModelSpec
+from .spec import ModelSpec, privatized_infos
 
 __all__ = [
     "check_records_feed_only_releases",
     "check_release_reads_records",
     "dependence",
     "records_exchangeable",
+    "record_units",
     "release_reads",
     "slot_log_densities",
 ]
@@ -166,38 +168,63 @@ def slot_log_densities(model, roles: ModelSpec, given, records, model_args=(), m
     return total
 
 
+def record_units(infos):
+    """The records' units where a privatized site is released per unit (its ``groups``), else None:
+    SOMA then swaps records within a unit only, so they need be exchangeable within units only."""
+    return next((info.groups for info in infos if info.groups is not None), None)
+
+
+def _previous_in_unit(units):
+    """For each slot, the slot before it in its own unit (cyclically): a shift along the plate within
+    each unit, by a stable sort on the units (traceable)."""
+    n = units.shape[0]
+    order = jnp.argsort(units, stable=True)
+    ordered, index = units[order], jnp.arange(n)
+    start = jnp.concatenate([jnp.array([True]), ordered[1:] != ordered[:-1]])
+    end = jnp.concatenate([ordered[1:] != ordered[:-1], jnp.array([True])])
+    block_end = jnp.flip(jax.lax.cummin(jnp.flip(jnp.where(end, index, n))))
+    previous = jnp.where(start, block_end, index - 1)
+    return jnp.zeros(n, int).at[order].set(order[previous])
+
+
 def records_exchangeable(
-    model, roles: ModelSpec, given, records, capacity=None, model_args=(), model_kwargs=None
+    model, roles: ModelSpec, given, records, capacity=None, model_args=(), model_kwargs=None, units=None
 ):
     """Whether the records' law is the same in every slot of the plate, read off one set of records:
     the slot densities of the records moved one slot along equal the slot densities moved along
     (exact for an exchangeable law; a slot index, a covariate array or public records break it). A JAX
-    boolean, traced when the records or θ are. ``capacity``: with an unknown n, every slot is read."""
+    boolean, traced when the records or θ are. ``capacity``: with an unknown n, every slot is read.
+    ``units``: the records' units (int, one per slot): the law need only be the same within each unit,
+    and the records move along within their units."""
     if capacity is not None:
         given = {**given, roles.size: jnp.asarray(capacity, jnp.result_type(given[roles.size]))}
     lp = slot_log_densities(model, roles, given, records, model_args, model_kwargs)
     if jnp.shape(lp)[0] < 2:
         return jnp.array(True)
-    rolled = {k: jnp.roll(v, 1, axis=0) for k, v in records.items()}
-    lp_rolled = slot_log_densities(model, roles, given, rolled, model_args, model_kwargs)
-    return jnp.allclose(lp_rolled, jnp.roll(lp, 1), rtol=1e-4, atol=1e-4)
+    source = jnp.roll(jnp.arange(jnp.shape(lp)[0]), 1) if units is None else _previous_in_unit(units)
+    moved = {k: jnp.take(v, source, axis=0) for k, v in records.items()}
+    lp_moved = slot_log_densities(model, roles, given, moved, model_args, model_kwargs)
+    return jnp.allclose(lp_moved, jnp.take(lp, source, axis=0), rtol=1e-4, atol=1e-4)
 
 
 def check_exchangeable(model, tr, roles: ModelSpec, capacity=None, model_args=(), model_kwargs=None, *, why):
     """Raise a ValueError when the records of the concrete trace ``tr`` are not exchangeable along the
-    plate (see :func:`records_exchangeable`); a no-op for a traced ``tr`` (the engine folds the traced
-    check into its ``valid`` flag)."""
+    plate (within units for a release per unit; see :func:`records_exchangeable`); a no-op for a traced
+    ``tr`` (the engine folds the traced check into its ``valid`` flag)."""
     given = {k: tr[k]["value"] for k in roles.theta + ((roles.size,) if roles.size else ())}
     records = {k: tr[k]["value"] for k in roles.latent_records}
-    if not concrete(given, records, model_args, model_kwargs):
+    units = record_units(privatized_infos(tr, roles))
+    if not concrete(given, records, units, model_args, model_kwargs):
         return
     with jax.ensure_compile_time_eval():
-        ok = bool(records_exchangeable(model, roles, given, records, capacity, model_args, model_kwargs))
+        args = (model, roles, given, records, capacity, model_args, model_kwargs, units)
+        ok = bool(records_exchangeable(*args))
     if not ok:
         public = f" (public record sites {list(roles.public_records)})" if roles.public_records else ""
+        where = "along the records plate" if units is None else "within a unit (`groups`)"
         raise ValueError(
-            f"The records' law varies along the records plate{public}: a slot index (`with plate as i`), "
-            f"an array of covariates or public records make record i differ from record j. {why} draws a "
-            "record for one slot and uses it in another, so it needs exchangeable records. Move what "
-            "varies by slot out of the records' law, or use the plain sweep with a known n."
+            f"The records' law varies {where}{public}: a slot index (`with plate as i`), an array of "
+            f"covariates or public records make record i differ from record j. {why} draws a record for "
+            "one slot and uses it in another, so it needs exchangeable records. Move what varies by slot "
+            "out of the records' law, or use the plain sweep with a known n."
         )
