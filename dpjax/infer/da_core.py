@@ -224,16 +224,8 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
         valid = valid & integer_statistics(info.mechanism, t)
     if core.exchangeable:  # checked in the kernel's `init` when concrete; here too when traced (jit)
         capacity = spec.size_bounds[1] if spec.size_sites else None
-        args = (
-            core.model,
-            spec,
-            {**theta, **size},
-            records,
-            capacity,
-            model_args,
-            model_kwargs,
-            record_units(infos),
-        )
+        units = record_units(infos)  # a release per unit: exchangeable within units (SOMA)
+        args = (core.model, spec, {**theta, **size}, records, capacity, model_args, model_kwargs, units)
         valid = valid & records_exchangeable(*args)
     sizes = sum(int(np.size(v)) for v in theta.values())
     flat = jnp.zeros(sizes, jnp.result_type(float))
