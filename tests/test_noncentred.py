@@ -458,16 +458,16 @@ def test_chains_that_disagree_at_the_end_of_warmup_name_the_slow_site():
 
 
 def test_records_the_moves_carry_are_not_sticky():
-    """σ = 0.01 on a sum of 10 Normal records: a record proposal moves the sum by ~140 noise s.d., so the
-    sweep moves none. With the non-centred moves accepted and 4 chains started apart (R̂ judges them at
-    the end of warmup) the records move with μ: no StickyRecordsWarning, and μ's posterior is the exact
-    one. A single chain, or no moves, keeps the warning."""
+    """σ = 10⁻⁴ on a sum of 10 Normal records: a record proposal moves the sum by ~10⁴ noise s.d., so the
+    sweep moves none. With the non-centred moves the records move with μ: no StickyRecordsWarning (it
+    read the sweep's acceptance only before, and fired), and μ's posterior is the exact one. Without the
+    moves the records stay where they started, and the warning says so."""
     import warnings
 
     from dpjax.infer import StickyRecordsWarning
     from dpjax.testing import mcse_z_test
 
-    n, s, sigma = 10, 3.0, 0.01
+    n, s, sigma = 10, 3.0, 1e-4
 
     def model(s=None):
         mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
@@ -492,4 +492,4 @@ def test_records_the_moves_carry_are_not_sticky():
     mu = np.asarray(mcmc.get_samples(group_by_chain=True)["mu"])
     assert mcse_z_test(mu, mean), mcse_z_test(mu, mean)
     assert mcse_z_test(mu**2, mean**2 + 1 / precision)
-    assert len(run(5, 1)[1]) == 1 and len(run(0, 4)[1]) == 1
+    assert len(run(0, 4)[1]) == 1

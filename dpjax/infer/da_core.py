@@ -22,6 +22,7 @@ from ..primitives import INFER_KEY, allow_overflow, integer_statistics
 from . import auto_moves, noncentred, record_step, size_step, theta_block
 from .chains import flat_theta, warmup_moments
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
+from .record_sweep import rows_differ
 from .rules import record_units, records_exchangeable
 from .spec import ModelSpec, privatized_infos, prototype
 
@@ -92,6 +93,9 @@ class DAState(NamedTuple):
     - **rng_key** – PRNG key for the next iteration; **info** – :class:`DAInfo`.
     - **warmup_moments** – (count, mean, M2) of the flat θ over the second half of warmup, for the
       chains' R̂ at its end (:func:`dpjax.infer.chains.warmup_moments`).
+    - **record_changes** – the same of the fraction of (active) record slots changed after the sweep in
+      an iteration: carried with θ by the non-centred moves, or by an unknown n's moves (the
+      sticky-records check reads its mean).
     - **moves_trial** – with ``noncentred_moves="auto"``, the θ draws of the trial without and with the
       moves at the end of warmup, and the choice (:class:`dpjax.infer.auto_moves.MovesTrial`); ``()``
       otherwise.
@@ -109,6 +113,7 @@ class DAState(NamedTuple):
     rng_key: jax.Array
     info: DAInfo
     warmup_moments: tuple = ()
+    record_changes: tuple = ()
     moves_trial: Any = ()
 
     @property
@@ -252,6 +257,7 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
             near_capacity=size_step.near_capacity(spec, size),
         ),
         warmup_moments=(jnp.array(0, jnp.int32), flat, flat),
+        record_changes=(jnp.array(0, jnp.int32), jnp.zeros(1, flat.dtype), jnp.zeros(1, flat.dtype)),
         moves_trial=auto_moves.init(num_warmup, sizes, flat.dtype) if core.auto_moves else (),
     )
 
@@ -344,7 +350,7 @@ def build_kernel(core: Core):
         records, result = sweep(
             key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active, groups
         )
-        log_density, residuals = result.log_density, result.residuals
+        log_density, residuals, swept = result.log_density, result.residuals, records
         nc, nc_rate = state.nc, state.nc_accept_rate
         jump_scale, blocked, size_info = state.jump_scale, state.capacity_blocked, state.info
         stats = {n: a - r for (n, _), a, r in zip(spec.privatized, anchors, residuals)}
@@ -381,6 +387,10 @@ def build_kernel(core: Core):
                 theta, records, nc, nc_rate, stats, theta_state = jax.lax.cond(
                     use_moves, moved, unmoved, theta, records, theta_state
                 )
+        # the record slots changed after the sweep: carried with θ by the moves, or an unknown n's moves
+        changed = rows_differ(list(swept.values()), list(records.values()))
+        slots = changed.shape[0] if active is None else jnp.maximum(jnp.sum(active), 1)
+        changed = jnp.sum(changed if active is None else changed & active) / slots
         valid = state.valid & jnp.isfinite(log_density) & theta_block.in_support(theta, spec.supports)
         nan = lambda v: jnp.where(valid, v, jnp.nan) if jnp.issubdtype(v.dtype, jnp.floating) else v
         info = DAInfo(
@@ -407,6 +417,7 @@ def build_kernel(core: Core):
             rng_key=key_next,
             info=info,
             warmup_moments=warmup_moments(state.warmup_moments, theta, state.iteration, num_warmup),
+            record_changes=warmup_moments(state.record_changes, {"x": changed}, state.iteration, num_warmup),
             moves_trial=trial(state, theta, num_warmup, use_moves),
         )
 

@@ -148,15 +148,14 @@ class DataAugmentationKernel(PerChainKernel):
 
     def _check_step(self, state, new):
         if self._num_warmup > 0:
-            rate = sticky_rate(new, state.iteration, self._num_warmup, self._num_moves > 0)
-            report_at_end_of_warmup(state.iteration, self._num_warmup, rate, report_sticky)
+            report_at_end_of_warmup(state.iteration, self._num_warmup, sticky_rate(new), report_sticky)
             report_slow_mixing(state.iteration, self._num_warmup, new.warmup_moments, new.z, self._spec.theta)
         if self._size:  # after the vmap over chains, so the host is called only when a birth was refused
             blocked = jnp.sum(new.capacity_blocked - state.capacity_blocked)
             size_step.warn_when_blocked(blocked, self._spec.size_bounds[1])
 
     def check_end(self, state):
-        report_now(state.record_move_rate, report_sticky)
+        report_now(sticky_rate(state), report_sticky)
         if self._size:
             warn = partial(size_step.warn_blocked, capacity=self._spec.size_bounds[1])
             jax.debug.callback(warn, state.capacity_blocked)

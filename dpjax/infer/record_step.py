@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 
 from ..primitives import record_statistics, simulate
-from .chains import SLOW_MIN_WARMUP
 from .record_sweep import accept_records, record_sweep, rows_differ
 from .samplers import fast_sampling
 from .soma import place_records, soma_sweep
@@ -150,33 +149,25 @@ def build_kernel(update: str = "sweep", discrete_records: bool = False):
     return soma if update == "soma" else sweep
 
 
-# Below this mean record acceptance a record is expected to move less than once in 1 000 sweeps. (Both
-# sweeps' move rates leave out offers that change nothing: the plain sweep's proposals equal to their
-# record, SOMA's swaps for a record with the same statistic; so frozen discrete records are flagged too.)
+# Below this mean rate a record is expected to move less than once in 1 000 iterations. (Both sweeps'
+# move rates leave out offers that change nothing: the plain sweep's proposals equal to their record,
+# SOMA's swaps for a record with the same statistic; so frozen discrete records are flagged too. Records
+# the non-centred moves carry with θ count: `sticky_rate`.)
 STICKY_RATE = 1e-3
-
-
-#: the non-centred moves' acceptance above which records the sweep leaves still move (with θ)
-NC_MOVING_RATE = 0.05
 
 
 class StickyRecordsWarning(UserWarning):
     """The record sweep barely moves the imputed records: θ's draws are those of θ | those records."""
 
 
-def sticky_rate(info, iteration, num_warmup: int, moves: bool):
-    """The move rate the sticky check reads from a DA ``info`` (its ``record_move_rate`` and
-    ``nc_accept_rate``). Where the non-centred θ-moves (``moves``) are accepted
-    (≥ ``NC_MOVING_RATE``) the records move with θ even when the sweep leaves them, and with ≥ 2
-    vectorized chains (``iteration`` of shape (chains,)) started at different records, R̂ at the end of
-    warmup (:class:`~dpjax.infer.SlowMixingWarning`) judges whether they have mixed: such a chain is not
-    flagged. A single chain has no such check and keeps the warning. (A Census-scale total, 20 unit
-    counts of 10⁶ under a discrete Gaussian of ρ = 0.5: the sweep moves no record, the moves carry them
-    and the chains agree with the exact posterior; ``lab/census_total.py``.)"""
-    chains = jnp.shape(iteration)
-    if not (moves and num_warmup >= SLOW_MIN_WARMUP and len(chains) == 1 and chains[0] >= 2):
-        return info.record_move_rate
-    return jnp.where(info.nc_accept_rate >= NC_MOVING_RATE, 1.0, info.record_move_rate)
+def sticky_rate(state):
+    """The rate the sticky check reads from a DA ``state``: the last sweep's ``record_move_rate``, or where
+    it is higher the mean fraction of record slots that changed after the sweep per iteration over the
+    second half of warmup (``state.record_changes``: records the non-centred θ-moves carry with θ). (A
+    Census-scale total, 20 unit counts of 10⁶ under a discrete Gaussian of ρ = 0.5: the sweep moves no
+    record, the moves carry them, and the chains agree with the exact posterior; ``lab/census_total.py``.
+    The sweep's rate alone flagged it.)"""
+    return jnp.maximum(state.record_move_rate, state.record_changes[1][..., 0])
 
 
 def report_sticky(rate):
@@ -185,14 +176,14 @@ def report_sticky(rate):
     if not stuck.any():
         return
     warnings.warn(
-        f"DataAugmentationKernel: {int(stuck.sum())} of {stuck.size} chains accept record moves with mean "
-        f"probability {rate.min():.2g} (the lowest; below {STICKY_RATE:g}): each record is expected to move "
-        "less than once in 1 000 sweeps, so θ's draws are those of θ given nearly fixed records (wherever "
-        "they started). They are the posterior given the release only if those records' statistic matches "
-        "the release within its noise and is sufficient for θ. One record moves the released statistic by "
-        "far more than the noise scale here (a large ε: an ε-DP release bounds the acceptance below by "
-        "e^(−ε) only). Compare chains started at different records (r_hat), or use an approximation built "
-        "for this limit.",
+        f"DataAugmentationKernel: {int(stuck.sum())} of {stuck.size} chains move a record with mean "
+        f"probability {rate.min():.2g} (the lowest; below {STICKY_RATE:g}): each record is expected to "
+        "move less than once in 1 000 sweeps, so θ's draws are those of θ given nearly fixed records "
+        "(wherever they started). They are the posterior given the release only if those records' statistic "
+        "matches the release within its noise and is sufficient for θ. One record moves the released "
+        "statistic by far more than the noise scale here (a large ε: an ε-DP release bounds the acceptance "
+        "below by e^(−ε) only). Compare chains started at different records (r_hat), or use an "
+        "approximation built for this limit.",
         StickyRecordsWarning,
         stacklevel=1,
     )
