@@ -2,6 +2,13 @@
 the discrete Gaussian (ρ = 0.5); DA with the given noncentred_moves settings against the conjugate posterior.
 
     PYTHONPATH=. python lab/census_total.py auto 5
+
+Exact: λ | s ≈ Gamma(2 + s, 2·10⁻⁶ + 20), mean 1 000 061.7, sd 223.6 (2 chains × (500 + 500)). With the
+Poisson CDF by Temme's expansion (x64) the default ("auto") keeps the non-centred moves: mean 1 000 059.5,
+sd 222.9, R̂ 1.00, ESS 404, 70 s on a loaded 2-core machine. They bring T to s early in warmup by moving λ
+with the records; after that the records freeze (the StickyRecordsWarning is true) and λ | x = λ | s since
+Σx is sufficient. With noncentred_moves=0 the records never reach s: chain means 1 000 552 and
+1 000 056, R̂ 1.64 (SlowMixingWarning and StickyRecordsWarning).
 """
 
 import time

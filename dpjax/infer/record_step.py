@@ -164,9 +164,9 @@ def sticky_rate(state):
     """The rate the sticky check reads from a DA ``state``: the last sweep's ``record_move_rate``, or where
     it is higher the mean fraction of record slots that changed after the sweep per iteration over the
     second half of warmup (``state.record_changes``: records the non-centred θ-moves carry with θ). (A
-    Census-scale total, 20 unit counts of 10⁶ under a discrete Gaussian of ρ = 0.5: the sweep moves no
-    record, the moves carry them, and the chains agree with the exact posterior; ``lab/census_total.py``.
-    The sweep's rate alone flagged it.)"""
+    sum of Normal records pinned to 10⁻⁴: the sweep moves no record, the moves carry them with μ, and
+    the draws match the exact posterior; the sweep's rate alone flagged it:
+    ``tests/test_noncentred.py::test_records_the_moves_carry_are_not_sticky``.)"""
     return jnp.maximum(state.record_move_rate, state.record_changes[1][..., 0])
 
 
