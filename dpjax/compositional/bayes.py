@@ -156,9 +156,10 @@ def dp_mcmc(
     :param init_records: optional ``(n, d)`` starting records (e.g. the confidential data in a
         check of the ε → ∞ limit), the same for every chain. Where one record moves S₀ by far more
         than the noise (ε₁ in the thousands at n = 30) record moves are essentially never accepted:
-        the kernel raises :class:`~dpjax.infer.StickyRecordsWarning`, and the draws are those of
-        α | the starting records. There :func:`dp_approx` with ``censored=True`` gives the CLT
-        posterior given the release itself.
+        unless the non-centred moves carry the records with α, the kernel raises
+        :class:`~dpjax.infer.StickyRecordsWarning`, and the draws are those of α | the starting
+        records. There :func:`dp_approx` with ``censored=True`` gives the CLT posterior given the
+        release itself.
     :param noncentred_moves: random-walk α-moves per iteration with the records held as
         Wilson–Hilferty noise (:mod:`dpjax.infer.noncentred`; exact). ``"auto"`` (default): 5, kept
         after warmup only where a trial in it finds they pay (:mod:`dpjax.infer.auto_moves`).
