@@ -220,6 +220,17 @@ SLOW_TESTS = (
     "tests/test_pseudo_marginal.py::test_noisy_likelihood_estimate_warns_from_a_vmapped_run_chain",
     "tests/test_reliability.py::test_records_hidden_model_uses_the_callers_key[<lambda>]",
     "tests/test_site_rules.py::test_a_factor_of_theta_alone_is_accepted",
+    # issue 88's fourth stop: the suite had grown past 15 minutes from a fresh clone (its new default
+    # tests: SOMA per unit, the moves carrying the records, the Poisson CDF). Each engine keeps its
+    # exact-answer tests in the default run; the golden draws are a refactor guard, run before landing
+    # a change to an engine's interior (`pytest -m slow tests/test_golden.py`)
+    "tests/test_golden.py",
+    "tests/test_unknown_n.py::test_soma_record_update_is_exact_with_an_unknown_n",
+    "tests/test_unknown_n.py::test_no_capacity_warning_where_only_a_proposal_passes_the_capacity",
+    "tests/test_compositional_bayes.py::test_priors_p3_p4_against_scipy",
+    "tests/test_abc.py::test_exact_abc_compiles_its_loop_once",
+    "tests/test_soma.py::test_move_rate_bounds_the_acceptance_and_leaves_repeats_out",
+    "tests/test_unknown_n_regression.py::test_release_excludes_the_exact_n",
     # docstring examples whose engines have a default test (the docs build runs them too)
     "dpjax/models/poisson.py::dpjax.models.poisson.poisson_count",
     "dpjax/compositional/diagnostics.py::dpjax.compositional.diagnostics.censored_moments",
