@@ -1,10 +1,10 @@
 """The Poisson CDF F(k; λ) = Q(k + 1, λ) for the inverse-CDF noise map, fast at large rates.
 
-JAX's ``gammaincc`` sums a series or a continued fraction whose length grows with the shape: ~3 µs a
-value at a rate of 100, 8 µs at 10³, 65 µs at 10⁵ and 110 µs at 10⁶ (float64, 2-core CPU), so the
-non-centred moves of Census-scale counts (block totals of 10⁶) spent minutes on the map alone. For
-float64 and shapes a ≥ ``TEMME_MIN_SHAPE`` this module evaluates Temme's uniform expansion instead
-(DLMF 8.12.3–4, 8.12.9):
+JAX's ``gammaincc`` sums a series or a continued fraction whose length grows with the shape: 0.9 µs a
+value at a rate of 100, 2.4 µs at 10³, 16 µs at 10⁵ and 41 µs at 10⁶ (float64, 2-core CPU, k within
+±5 sd; ``benchmarks/results/poisson_cdf.md``), so the non-centred moves of Census-scale counts (block
+totals of 10⁶) spent minutes on the map alone. For float64 and shapes a ≥ ``TEMME_MIN_SHAPE`` this
+module evaluates Temme's uniform expansion instead (DLMF 8.12.3–4, 8.12.9): 0.1–0.2 µs a value.
 
     Q(a, x) = ½ erfc(η √(a/2)) + e^(−aη²/2) / √(2πa) · Σ_{k<5} c_k(η) a^(−k),
 
