@@ -165,10 +165,6 @@ def noise_supported(fn) -> bool:
     return _representation(base_distribution(fn)) is not None
 
 
-def _poisson_cdf(k, rate):
-    return poisson_cdf(k, rate)
-
-
 def _uniform_within(interval):
     """to_noise of a discrete family: u ~ Uniform[F(x - 1), F(x)) given x."""
 
@@ -221,7 +217,7 @@ def _quantile(cdf, mean, sd, u, dtype, skew=0.0):
 def _poisson_from_noise(fn, u, dtype):
     rate = jnp.broadcast_to(fn.rate, jnp.shape(u))
     sd = jnp.sqrt(rate)
-    return _quantile(partial(_poisson_cdf, rate=rate), rate, sd, u, dtype, skew=1.0 / sd)
+    return _quantile(partial(poisson_cdf, rate=rate), rate, sd, u, dtype, skew=1.0 / sd)
 
 
 def _gamma_poisson_cdf(k, fn):
@@ -279,7 +275,7 @@ for _family in (dist.CategoricalProbs, dist.CategoricalLogits):
     register_noise_representation(_family, _uniform_within(_categorical_interval), _categorical_from_noise)
 register_noise_representation(
     dist.Poisson,
-    _uniform_within(lambda fn, x: (_poisson_cdf(x - 1.0, fn.rate), _poisson_cdf(x, fn.rate))),
+    _uniform_within(lambda fn, x: (poisson_cdf(x - 1.0, fn.rate), poisson_cdf(x, fn.rate))),
     _poisson_from_noise,
     _poisson_exact,
 )
