@@ -106,6 +106,9 @@ SLOW_TESTS = (
     # negative-binomial records' non-centred moves (their noise map's round trip and law run by default)
     "tests/test_noncentred.py::test_negative_binomial_moves_match_the_exact_posterior_and_mix_faster",
     "tests/test_noncentred.py::test_chains_that_disagree_at_the_end_of_warmup_name_the_slow_site",
+    # simulation-based calibration: the count model's exact and broken engines run by default
+    "tests/test_sbc.py::test_unknown_n_exact_passes_and_a_death_that_does_not_reverse_its_birth_fails",
+    "dpjax/testing/sbc.py::dpjax.testing.sbc.sbc",
     # the notebooks (the README's example runs by default)
     "tests/test_notebooks.py",
     # further exact-answer runs of engines that keep one by default

@@ -15,6 +15,10 @@ the small models on which every dpjax engine is tested:
   support) of a scalar θ: :func:`release_log_likelihood` gives ``log p(s | θ)`` with the records
   summed out; add the log prior and take moments with :func:`grid_moments`.
 
+**Simulation-based calibration** where no exact answer exists: :func:`sbc` runs an engine on releases
+simulated from the prior predictive, as one vmapped study, and tests the ranks of the true θ among its
+draws for uniformity (:func:`rank_ecdf_test`).
+
 The z-test: :func:`mcse_z_test` (``z = (mean − exact) / MCSE``, MCSE from NumPyro's multi-chain
 effective sample size); :func:`mcse` and :func:`mcse_z` are those of :mod:`dpjax.diagnostics`.
 
@@ -30,10 +34,15 @@ from .enumeration import (
     release_log_likelihood,
     statistic_posterior,
 )
+from .sbc import ECDFTest, SBCResult, rank_ecdf_test, sbc
 from .quadrature import grid_moments, grid_posterior, normal_sum_gaussian_posterior, normal_sum_moments
 from .ztest import ZTest, mcse_z_test
 
 __all__ = [
+    "ECDFTest",
+    "SBCResult",
+    "rank_ecdf_test",
+    "sbc",
     "ZTest",
     "beta_bernoulli_count_moments",
     "beta_bernoulli_unknown_n",
