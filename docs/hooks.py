@@ -31,6 +31,39 @@ the code of this version of dpjax.
 ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|obj|exc|const):<code>(~?)([^<]+)</code>")
 
 STATIC = [("Guo et al., Figure 1", "results/guo-figure1.md"), ("Not reproduced, and why", "results/not-reproduced.md")]
+SBC = RESULTS / "sbc_seed_models.json"
+SBC_INTRO = """# Simulation-based calibration on the seeds' models
+
+`dpjax.testing.sbc` (see [the cookbook](../cookbook/sbc.md)) on the seeds' models, where no exact answer
+exists: for each ε, 256 releases drawn from the prior predictive, the engine's posterior on each, the
+rank of the true θ among 99 thinned draws, and the verdict of the simultaneous ECDF band (Säilynoja et
+al. 2022) at level 0.95 over every coordinate and ε of a case (Bonferroni). `max_gap` is the largest
+distance of the ECDF from uniform in units of the band's half-width (over 1 is outside). Rendered from
+`benchmarks/results/sbc_seed_models.json`, made by `python benchmarks/sbc_seed_models.py`; the cost of
+SBC is in `benchmarks/results/sbc_cost.md`.
+"""
+
+
+def sbc_page(payload: dict) -> str:
+    """The SBC results page: per case its seed, engine, verdict, table and figure."""
+    lines = [SBC_INTRO]
+    for name, case in payload["cases"].items():
+        verdict = "passed" if case["passed"] else "**failed**"
+        lines += [
+            f"## {name}",
+            "",
+            f"{case['seed']}; engine: {case['engine']}; {case['simulations']} simulations per ε, "
+            f"{case['seconds']:.0f} s in all: {verdict}.",
+            "",
+            "| ε | coordinate | inside | max_gap | median ESS |",
+            "|---:|---|---|---:|---:|",
+        ]
+        lines += [
+            f"| {v['epsilon']:g} | {v['coordinate']} | {v['inside']} | {v['max_gap']:.2f} | {v['median_ess']:.0f} |"
+            for v in case["verdicts"]
+        ]
+        lines += ["", *(f"> {w}" for w in case["warnings"]), "", f"![{name}]({case['figure']})", ""]
+    return "\n".join(lines)
 
 
 def on_config(config):
@@ -41,6 +74,8 @@ def on_config(config):
     pages = [{"Overview": "results/index.md"}]
     pages += [{name: f"results/{name}.md"} for name in REGISTRY if (RESULTS / f"{name}.json").exists()]
     pages += [{title: path} for title, path in STATIC]
+    if SBC.exists():
+        pages.append({"Simulation-based calibration": "results/sbc.md"})
     config["nav"] = [{"Results": pages} if item == {"Results": "results/index.md"} else item for item in config["nav"]]
     return config
 
@@ -55,6 +90,12 @@ def on_files(files, config):
         payload = json.loads(path.read_text())
         files.append(File.generated(config, f"results/{name}.md", content=render_markdown(payload)))
         for png in payload.get("figures", []):
+            files.append(File.generated(config, f"results/{png}", abs_src_path=str(RESULTS / png)))
+    if SBC.exists():
+        payload = json.loads(SBC.read_text())
+        files.append(File.generated(config, "results/sbc.md", content=sbc_page(payload)))
+        for case in payload["cases"].values():
+            png = case["figure"]
             files.append(File.generated(config, f"results/{png}", abs_src_path=str(RESULTS / png)))
     notes = "\n\nWhere dpjax differs from a seed, and why: [notes on the seeds](../seeds.md).\n"
     index = INTRO + summary_table(RESULTS, link="./") + notes
