@@ -58,10 +58,8 @@ def sbc_page(payload: dict) -> str:
             "| ε | coordinate | inside | max_gap | median ESS |",
             "|---:|---|---|---:|---:|",
         ]
-        lines += [
-            f"| {v['epsilon']:g} | {v['coordinate']} | {v['inside']} | {v['max_gap']:.2f} | {v['median_ess']:.0f} |"
-            for v in case["verdicts"]
-        ]
+        row = "| {epsilon:g} | {coordinate} | {inside} | {max_gap:.2f} | {median_ess:.0f} |"
+        lines += [row.format(**v) for v in case["verdicts"]]
         lines += ["", *(f"> {w}" for w in case["warnings"]), "", f"![{name}]({case['figure']})", ""]
     return "\n".join(lines)
 

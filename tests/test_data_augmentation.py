@@ -499,3 +499,29 @@ def test_a_vmapped_trace_leaves_no_traced_value_on_the_kernel(kernel_type):
     jax.eval_shape(jax.vmap(chain), jax.random.split(jax.random.key(0), 2), jnp.array([0.5, 1.0]))
     leaves = jax.tree.leaves(vars(kernel), is_leaf=lambda x: isinstance(x, jax.core.Tracer))
     assert not [leaf for leaf in leaves if isinstance(leaf, jax.core.Tracer)]
+
+
+def test_a_chain_that_leaves_the_support_while_sampling_warns():
+    """A θ-step that goes NaN (as a float32 θ-step can on records far beyond their bounds) turns the
+    chain's `valid` False: one InvalidChainWarning, under MCMC (at the iteration it happens) and under
+    run_chain (at the end); a healthy chain gives none."""
+    from dpjax.infer import InvalidChainWarning
+
+    mech = dpjax.LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+    model = lambda n, s: bernoulli_model(n, [s], [mech])
+
+    def breaks(key, records, params):
+        draw = beta_update(key, records, params)["p"]
+        return {"p": jnp.where(jax.random.uniform(jax.random.fold_in(key, 2)) < 0.05, jnp.nan, draw)}
+
+    kernel = DataAugmentationKernel(model, theta_update=breaks, noncentred_moves=0)
+    with pytest.warns(InvalidChainWarning, match="1 of 1 chains left the model's support"):
+        MCMC(kernel, num_warmup=20, num_samples=100, progress_bar=False).run(jax.random.key(0), 20, 7.0)
+    with pytest.warns(InvalidChainWarning, match="1 of 1 chains"):
+        draws = run_chain(kernel, jax.random.key(0), (20, 7.0), num_warmup=20, num_samples=100)
+    assert np.isnan(draws["p"][-1])
+    healthy = DataAugmentationKernel(model, theta_update=beta_update, noncentred_moves=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InvalidChainWarning)
+        MCMC(healthy, num_warmup=20, num_samples=100, progress_bar=False).run(jax.random.key(0), 20, 7.0)
+        run_chain(healthy, jax.random.key(0), (20, 7.0), num_warmup=20, num_samples=100)

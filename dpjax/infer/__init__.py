@@ -11,7 +11,7 @@ from .abc import (
     exact_abc_sampler,
 )
 from .birth_death import BirthDeathResult, birth_death
-from .chains import SlowMixingWarning
+from .chains import InvalidChainWarning, SlowMixingWarning
 from .data_augmentation import DAInfo, DAState, DataAugmentationKernel, RoundOffWarning, StickyRecordsWarning
 from .em_core import MCEMSampler, MCEMState, mcem_sampler
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
@@ -35,6 +35,7 @@ __all__ = [
     "DAState",
     "DataAugmentationKernel",
     "ISResult",
+    "InvalidChainWarning",
     "MCEMResult",
     "PMState",
     "PseudoMarginalABC",

@@ -201,6 +201,8 @@ class PerChainKernel(MCMCKernel):
         new = self._sample_fn(state, args, kwargs, self._shared(state))
         if not _CHECKS_AT_END.get():
             self._check_step(state, new)
+            if hasattr(new, "valid"):  # every engine whose state has a `valid` flag
+                report_left_support(state.valid, new.valid)
         return new
 
     def _shared(self, state):
@@ -268,6 +270,33 @@ SLOW_MIN_WARMUP = 100
 
 class SlowMixingWarning(UserWarning):
     """The chains disagree about a θ site at the end of warmup: the sampler mixes slowly there."""
+
+
+class InvalidChainWarning(UserWarning):
+    """A chain left the model's support while sampling: its draws are NaN from there on."""
+
+
+def warn_invalid(valid):
+    """Host side: an :class:`InvalidChainWarning` if any chain's ``valid`` flag is False."""
+    valid = np.atleast_1d(np.asarray(valid, bool))
+    if valid.all():
+        return
+    warnings.warn(
+        f"{int((~valid).sum())} of {valid.size} chains left the model's support while sampling: a "
+        "non-finite log density of the release, or a θ outside its support or NaN (in float32, often "
+        "records far beyond their statistic's bounds, where a θ-step loses its precision). Their draws "
+        "are NaN from there on; the `valid` field says where. Try 64-bit floats (JAX_ENABLE_X64=1), or "
+        "a prior that keeps the records in range.",
+        InvalidChainWarning,
+        stacklevel=2,
+    )
+
+
+def report_left_support(valid, new_valid):
+    """:func:`warn_invalid` from inside the compiled chains, with the host called only at the iteration
+    where a chain's ``valid`` turns False (one ``lax.cond`` on all chains at once)."""
+    left = jnp.any(valid & ~new_valid)
+    jax.lax.cond(left, lambda v: jax.debug.callback(warn_invalid, v), lambda v: None, new_valid)
 
 
 def flat_theta(theta, like):

@@ -80,7 +80,8 @@ class DataAugmentationKernel(PerChainKernel):
     default when they apply) and ``statistics``. Before any draws, ``init`` raises a ``ValueError``
     for an impossible release, an improper prior, a discrete θ without ``theta_update``, or a
     ``theta_update`` that leaves θ's support; under ``jit``/``vmap`` (where values are traced) the
-    ``valid`` flag reports those cases instead, and the chain's θ draws are NaN.
+    ``valid`` flag reports those cases instead, and the chain's θ draws are NaN. A chain that leaves the
+    support while sampling warns (:class:`~dpjax.infer.InvalidChainWarning`).
 
     **Example**
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 from jax import lax
 
-from .chains import checks_at_end
+from .chains import checks_at_end, warn_invalid
 
 __all__ = ["run_chain"]
 
@@ -79,4 +80,6 @@ def run_chain(
         )
     if hasattr(kernel, "check_end"):
         kernel.check_end(state)
+    if hasattr(state, "valid"):
+        jax.debug.callback(warn_invalid, state.valid)
     return draws

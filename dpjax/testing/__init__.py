@@ -34,8 +34,8 @@ from .enumeration import (
     release_log_likelihood,
     statistic_posterior,
 )
-from .sbc import ECDFTest, SBCResult, rank_ecdf_test, sbc
 from .quadrature import grid_moments, grid_posterior, normal_sum_gaussian_posterior, normal_sum_moments
+from .sbc import ECDFTest, SBCResult, rank_ecdf_test, sbc
 from .ztest import ZTest, mcse_z_test
 
 __all__ = [
