@@ -108,6 +108,7 @@ SLOW_TESTS = (
     "tests/test_noncentred.py::test_chains_that_disagree_at_the_end_of_warmup_name_the_slow_site",
     # simulation-based calibration: the count model's exact and broken engines run by default
     "tests/test_sbc.py::test_unknown_n_exact_passes_and_a_death_that_does_not_reverse_its_birth_fails",
+    "tests/test_sbc.py::test_a_vector_site_is_ranked_per_entry",
     "dpjax/testing/sbc.py::dpjax.testing.sbc.sbc",
     # the notebooks (the README's example runs by default)
     "tests/test_notebooks.py",

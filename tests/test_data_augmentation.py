@@ -524,4 +524,3 @@ def test_a_chain_that_leaves_the_support_while_sampling_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", InvalidChainWarning)
         MCMC(healthy, num_warmup=20, num_samples=100, progress_bar=False).run(jax.random.key(0), 20, 7.0)
-        run_chain(healthy, jax.random.key(0), (20, 7.0), num_warmup=20, num_samples=100)

@@ -164,3 +164,18 @@ def test_a_vector_site_is_ranked_per_entry():
     assert result.coordinates == ("p[0]", "p[1]") and result.passed, result.verdicts
     assert {"p_rank[0]", "p_rank[1]", "p_ess[1]"} <= set(result.table.columns)
     assert result.ranks("p[1]").shape == (16,)
+
+
+def test_a_simulation_with_nan_draws_ranks_no_site_and_warns():
+    def engine(key, args, kwargs):  # half the simulations return NaN draws of p, n always finite
+        k1, k2, k3 = jax.random.split(key, 3)
+        p = jax.random.uniform(k1, (1, 19))
+        n = jax.random.randint(k2, (1, 19), 0, 40)
+        return {"p": jnp.where(jax.random.uniform(k3) < 0.5, jnp.nan, p), "n": n}
+
+    with pytest.warns(UserWarning, match="returned no draws for p in"):
+        result = sbc(size_model, engine, release="s_dp", num_simulations=32, num_ranks=19,
+                     rng_key=jax.random.key(0), progress_bar=False)  # fmt: skip
+    failed = result.table["p_rank"] < 0
+    assert 0 < failed.sum() < 32 and ((result.table["n_rank"] < 0) == failed).all()
+    assert result.verdicts.set_index("coordinate").loc["n", "simulations"] == 32 - failed.sum()

@@ -194,7 +194,8 @@ def _sites(model, release: dict, model_args: tuple, params) -> tuple[dict, list[
 
 
 def _thinned_ranks(key, draws, truth, num_ranks: int):
-    """Ranks of ``truth`` among ``num_ranks`` evenly spaced draws (chains, samples, ...); −1 if any is NaN."""
+    """``(ranks, nan)``: the ranks of ``truth`` among ``num_ranks`` evenly spaced draws (chains, samples,
+    ...), and whether any of those draws is NaN (an engine that returned no draws)."""
     flat = draws.reshape((-1,) + draws.shape[2:])
     if flat.shape[0] < num_ranks:
         raise ValueError(
@@ -205,7 +206,7 @@ def _thinned_ranks(key, draws, truth, num_ranks: int):
     below = (picks < truth).sum(0)
     ties = (picks == truth).sum(0)
     rank = below + jnp.floor(jax.random.uniform(key, jnp.shape(truth)) * (ties + 1)).astype(below.dtype)
-    return jnp.where(jnp.isnan(picks.astype(float)).any(0), -1, rank)
+    return rank, jnp.isnan(picks.astype(float)).any()
 
 
 def _engine_draws(engine, num_warmup: int, num_samples: int, num_chains: int, names) -> tuple[Callable, bool]:
@@ -337,7 +338,11 @@ def sbc(
         draws = draws_of(k_engine, args, kwargs)
         truth = {k: tr[k]["value"] for k in names}
         keys = dict(zip(names, jax.random.split(k_ties, len(names))))
-        ranks = {k: _thinned_ranks(keys[k], jnp.asarray(draws[k]), truth[k], num_ranks) for k in names}
+        ranked = {k: _thinned_ranks(keys[k], jnp.asarray(draws[k]), truth[k], num_ranks) for k in names}
+        # a simulation with NaN draws of any site (a chain that left the support) ranks none of them:
+        # an integer n would otherwise be ranked from a chain whose θ is gone
+        failed = jnp.any(jnp.stack([nan for _, nan in ranked.values()]))
+        ranks = {k: jnp.where(failed, -1, rank) for k, (rank, _) in ranked.items()}
         return {"draws": {k: draws[k] for k in names}, "rank": ranks}
 
     def summaries(outputs, setting):
