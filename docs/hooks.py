@@ -52,7 +52,7 @@ def sbc_page(payload: dict) -> str:
         lost = {v["epsilon"]: case["simulations"] - v["simulations"] for v in case["verdicts"]}
         if any(lost.values()):  # an engine that returned no draws is a defect, whatever the verdict
             counts = ", ".join(f"{n} at ε = {e:g}" for e, n in lost.items() if n)
-            verdict += f" on the simulations with draws only; **the engine returned none in {counts}** (a defect)"
+            verdict += f" on the simulations with draws only; **no draws in {counts}** (a defect)"
         lines += [
             f"## {name}",
             "",
