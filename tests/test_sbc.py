@@ -95,6 +95,10 @@ def test_clear_errors_before_any_draws():
         sbc(model, abc, release={"s_dp": "nope"}, **kw)
     with pytest.raises(ValueError, match=r"params: \['q'\] are not θ sites"):
         sbc(model, abc, release="s_dp", params="q", **kw)
+    with pytest.raises(ValueError, match="grid must be a non-empty dict"):
+        sbc(model, abc, release="s_dp", grid={"epsilon": 0.5}, **kw)
+    with pytest.raises(ValueError, match="grid must be a non-empty dict"):
+        sbc(model, abc, release="s_dp", grid={"epsilon": []}, **kw)
     with pytest.raises(ValueError, match="engine must be an MCMC kernel"):
         sbc(model, 3, release="s_dp", **kw)
     with pytest.raises(ValueError, match="num_ranks=99 needs at least as many draws"):

@@ -317,11 +317,18 @@ def sbc(
     num_chains = positive_int(num_chains, "num_chains")
     if not 0 < prob < 1:
         raise ValueError(f"prob must be in (0, 1), got {prob!r}")
+    if grid is not None and (
+        not isinstance(grid, Mapping)
+        or not grid
+        or not all(
+            isinstance(v, Sequence | np.ndarray) and len(v) and not isinstance(v, str) for v in grid.values()
+        )
+    ):
+        raise ValueError(f"grid must be a non-empty dict {{name: [values, ...]}}, got {grid!r}")
     grid = {_ONE_CELL: ["default"]} if grid is None else dict(grid)
     settings = [dict(zip(grid, v)) for v in itertools.product(*grid.values())]
     args_of = model_args if callable(model_args) else (lambda **_: model_args)
-    first = {k: v for k, v in settings[0].items() if k != _ONE_CELL} if settings else {}
-    first_args = args_of(**first)
+    first_args = args_of(**{k: v for k, v in settings[0].items() if k != _ONE_CELL})
     if not isinstance(first_args, tuple):
         raise ValueError(f"model_args must be a tuple (or return one), got {type(first_args).__name__}")
     release, names = _sites(model, dict(release), first_args, params)
