@@ -220,7 +220,11 @@ def _engine_draws(engine, num_warmup: int, num_samples: int, num_chains: int, na
 
         def draws(key, args, kwargs):
             constrain = engine.postprocess_fn(args, kwargs)
-            collect = lambda state: {k: constrain(state.z)[k] for k in names}
+
+            def collect(state):  # constrain once per draw, keep the ranked sites
+                z = constrain(state.z)
+                return {k: z[k] for k in names}
+
             run = lambda k: run_chain(
                 engine, k, args, kwargs, num_warmup=num_warmup, num_samples=num_samples, collect=collect
             )
