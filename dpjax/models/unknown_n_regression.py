@@ -25,6 +25,14 @@ non-private MLEs of the seed's §6.1). :func:`unknown_n_regression_update` is th
 draw of (β, τ) from their normal–inverse-gamma conditional and one Gibbs scan of μ | Φ and Φ | μ (the
 prior of (μ, Φ) is semi-conjugate, not jointly conjugate), all from the sufficient statistics of the
 first n records.
+
+Precision. The seed's prior Φ ~ Wishart_p(p, W) is the least proper Wishart: it puts mass on Φ whose
+eigenvalues differ by 10⁷ and more (records then reach 10⁴), which a float32 matrix cannot hold as
+positive definite. Where the release says little (a small ε, or releases simulated from the prior, as
+in SBC), a float32 chain reaches such a Φ in some runs and stops with
+:class:`~dpjax.infer.InvalidChainWarning` (5–42 of 256 SBC simulations per ε,
+``benchmarks/results/sbc_seed_models.json``); run in float64 (``JAX_ENABLE_X64=1``), where none
+stop, or give Φ more degrees of freedom (``hyper={"d": ...}``).
 """
 
 from __future__ import annotations
