@@ -109,6 +109,8 @@ SLOW_TESTS = (
     # simulation-based calibration: the count model's exact and broken engines run by default
     "tests/test_sbc.py::test_unknown_n_exact_passes_and_a_death_that_does_not_reverse_its_birth_fails",
     "tests/test_sbc.py::test_a_vector_site_is_ranked_per_entry",
+    # 150 MCEM fits (~65 s)
+    "tests/test_coverage.py::test_the_mcem_wald_interval_covers_a_noisy_count",
     "dpjax/testing/sbc.py::dpjax.testing.sbc.sbc",
     # the notebooks (the README's example runs by default)
     "tests/test_notebooks.py",

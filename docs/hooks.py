@@ -50,14 +50,15 @@ def sbc_page(payload: dict) -> str:
     for name, case in payload["cases"].items():
         verdict = "passed" if case["passed"] else "**failed**"
         lost = {v["epsilon"]: case["simulations"] - v["simulations"] for v in case["verdicts"]}
-        if any(lost.values()):  # an engine that returned no draws is a defect, whatever the verdict
+        if any(lost.values()):  # an engine that returned no draws is a defect unless the case says why
             counts = ", ".join(f"{n} at ε = {e:g}" for e, n in lost.items() if n)
-            verdict += f" on the simulations with draws only; **no draws in {counts}** (a defect)"
+            why = case.get("lost_because", "a defect")
+            verdict += f" on the simulations with draws only; **no draws in {counts}** ({why})"
         lines += [
             f"## {name}",
             "",
-            f"{case['seed']}; engine: {case['engine']}; {case['simulations']} simulations per ε, "
-            f"{case['seconds']:.0f} s in all: {verdict}.",
+            f"{case['seed']}; engine: {case['engine']}; {case.get('dtype', 'float32')}; "
+            f"{case['simulations']} simulations per ε, {case['seconds']:.0f} s in all: {verdict}.",
             "",
             "| ε | coordinate | inside | max_gap | median ESS |",
             "|---:|---|---|---:|---:|",
@@ -65,6 +66,50 @@ def sbc_page(payload: dict) -> str:
         row = "| {epsilon:g} | {coordinate} | {inside} | {max_gap:.2f} | {median_ess:.0f} |"
         lines += [row.format(**v) for v in case["verdicts"]]
         lines += ["", *(f"> {w}" for w in case["warnings"]), "", f"![{name}]({case['figure']})", ""]
+    return "\n".join(lines)
+
+
+WALD = RESULTS / "wald_coverage.json"
+WALD_INTRO = """## Coverage of MCEM's Wald intervals
+
+MCEM gives an MLE with standard errors (Louis's observed information), not a posterior, so its check is
+the frequentist one: releases simulated at a fixed θ₀, one fit each, and the fraction of 95 % Wald
+intervals that contain θ₀ (`dpjax.testing.wald_coverage`), with an exact binomial test at level 0.95
+over every coordinate and ε of a case (Bonferroni). The z-scores (θ̂ − θ₀)/s.e. have mean 0 and sd 1
+when θ̂ is unbiased and its standard errors right. Rendered from `benchmarks/results/wald_coverage.json`,
+made by `python benchmarks/wald_coverage.py`. Wald intervals are asymptotic, so each MCEM case sits
+beside an exact reference (the exact MLE and observed information on the same releases): where both
+fail together, the interval fails, not MCEM. Stochastic EM gives no standard errors of θ̂ (only its
+Monte Carlo error), so it has no intervals to check.
+"""
+
+
+def wald_section(payload: dict) -> str:
+    """The Wald-coverage section of the SBC page: per case its seed, estimator, verdict and table."""
+    lines = [WALD_INTRO]
+    for name, case in payload["cases"].items():
+        verdict = "passed" if case["passed"] else "**failed**"
+        ref = payload["cases"].get(case.get("reference"), {"verdicts": []})
+        ref_coverage = {(v["epsilon"], v["coordinate"]): v["coverage"] for v in ref["verdicts"]}
+        lines += [
+            f"### {name}",
+            "",
+            f"{case['seed']}; {case['estimator']}; {case['simulations']} simulations per ε, "
+            f"{case['seconds']:.0f} s in all: {verdict}.",
+            *(["", case["note"]] if "note" in case else []),
+            "",
+            "| ε | coordinate | simulations | coverage | p-value | mean z | sd z | inside |"
+            + (f" coverage of {case['reference']} |" if ref_coverage else ""),
+            "|---:|---|---:|---:|---:|---:|---:|---|" + ("---:|" if ref_coverage else ""),
+        ]
+        row = (
+            "| {epsilon:g} | {coordinate} | {simulations} | {coverage:.3f} | {p_value:.2g} | {mean_z:+.2f} | "
+            "{sd_z:.2f} | {inside} |"
+        )
+        for v in case["verdicts"]:
+            other = ref_coverage.get((v["epsilon"], v["coordinate"]))
+            lines.append(row.format(**v) + (f" {other:.3f} |" if other is not None else ""))
+        lines += ["", *(f"> {w}" for w in case["warnings"]), ""]
     return "\n".join(lines)
 
 
@@ -95,7 +140,8 @@ def on_files(files, config):
             files.append(File.generated(config, f"results/{png}", abs_src_path=str(RESULTS / png)))
     if SBC.exists():
         payload = json.loads(SBC.read_text())
-        files.append(File.generated(config, "results/sbc.md", content=sbc_page(payload)))
+        wald = wald_section(json.loads(WALD.read_text())) if WALD.exists() else ""
+        files.append(File.generated(config, "results/sbc.md", content=sbc_page(payload) + "\n" + wald))
         for case in payload["cases"].values():
             png = case["figure"]
             files.append(File.generated(config, f"results/{png}", abs_src_path=str(RESULTS / png)))

@@ -68,7 +68,9 @@ def fingerprint(tree):
 
 def split_args(model_args, model_kwargs) -> SplitArgs:
     leaves, treedef = jax.tree.flatten((tuple(model_args), dict(model_kwargs)))
-    mask = tuple(isinstance(x, jax.Array | np.ndarray) for x in leaves)
+    # numpy float scalars are data (a release read from a numpy array), not structure: traced, so a new
+    # value reuses the compilation; Python numbers and numpy ints stay static (plate sizes, budgets)
+    mask = tuple(isinstance(x, jax.Array | np.ndarray | np.floating) for x in leaves)
     dynamic = [x for x, m in zip(leaves, mask) if m]
     static = [x for x, m in zip(leaves, mask) if not m]
 

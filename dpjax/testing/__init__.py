@@ -17,7 +17,8 @@ the small models on which every dpjax engine is tested:
 
 **Simulation-based calibration** where no exact answer exists: :func:`sbc` runs an engine on releases
 simulated from the prior predictive, as one vmapped study, and tests the ranks of the true θ among its
-draws for uniformity (:func:`rank_ecdf_test`).
+draws for uniformity (:func:`rank_ecdf_test`). For estimators with standard errors (MCEM),
+:func:`wald_coverage` checks the coverage of their Wald intervals on releases simulated at a fixed θ.
 
 The z-test: :func:`mcse_z_test` (``z = (mean − exact) / MCSE``, MCSE from NumPyro's multi-chain
 effective sample size); :func:`mcse` and :func:`mcse_z` are those of :mod:`dpjax.diagnostics`.
@@ -27,6 +28,7 @@ The mechanisms' log densities are evaluated by JAX in its default float width (f
 """
 
 from ..diagnostics import mcse, mcse_z
+from .coverage import CoverageResult, coverage_test, wald_coverage
 from .enumeration import (
     beta_bernoulli_count_moments,
     beta_bernoulli_unknown_n,
@@ -39,6 +41,9 @@ from .sbc import ECDFTest, SBCResult, rank_ecdf_test, sbc
 from .ztest import ZTest, mcse_z_test
 
 __all__ = [
+    "CoverageResult",
+    "coverage_test",
+    "wald_coverage",
     "ECDFTest",
     "SBCResult",
     "rank_ecdf_test",
