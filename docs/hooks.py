@@ -30,7 +30,10 @@ the code of this version of dpjax.
 # target is not documented; ``~`` shows the last name only, as in Sphinx)
 ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|obj|exc|const):<code>(~?)([^<]+)</code>")
 
-STATIC = [("Guo et al., Figure 1", "results/guo-figure1.md"), ("Not reproduced, and why", "results/not-reproduced.md")]
+STATIC = [
+    ("Guo et al., Figure 1", "results/guo-figure1.md"),
+    ("Not reproduced, and why", "results/not-reproduced.md"),
+]
 SBC = RESULTS / "sbc_seed_models.json"
 SBC_INTRO = """# Simulation-based calibration on the seeds' models
 
@@ -123,7 +126,9 @@ def on_config(config):
     pages += [{title: path} for title, path in STATIC]
     if SBC.exists():
         pages.append({"Simulation-based calibration": "results/sbc.md"})
-    config["nav"] = [{"Results": pages} if item == {"Results": "results/index.md"} else item for item in config["nav"]]
+    config["nav"] = [
+        {"Results": pages} if item == {"Results": "results/index.md"} else item for item in config["nav"]
+    ]
     return config
 
 

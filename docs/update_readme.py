@@ -1,5 +1,6 @@
-"""Rewrite the README's reproductions table from the committed results files (``python docs/update_readme.py``):
-the table is ``dpjax.reproduce.summary_table``'s, never typed by hand (``tests/test_readme.py`` checks it)."""
+"""Rewrite the README's reproductions table from the committed results files
+(``python docs/update_readme.py``): the table is ``dpjax.reproduce.summary_table``'s, never typed by
+hand (``tests/test_readme.py`` checks it)."""
 
 import re
 from pathlib import Path
