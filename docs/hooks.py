@@ -38,10 +38,11 @@ SBC = RESULTS / "sbc_seed_models.json"
 SBC_INTRO = """# Simulation-based calibration on the seeds' models
 
 `dpjax.testing.sbc` (see [the cookbook](../cookbook/sbc.md)) on the seeds' models, where no exact answer
-exists: for each ε, 256 releases drawn from the prior predictive, the engine's posterior on each, the
-rank of the true θ among 99 thinned draws, and the verdict of the simultaneous ECDF band (Säilynoja et
-al. 2022) at level 0.95 over every coordinate and ε of a case (Bonferroni). `max_gap` is the largest
-distance of the ECDF from uniform in units of the band's half-width (over 1 is outside). Rendered from
+exists: for each ε, 256 releases (fewer where a case says) drawn from the prior predictive, the engine's
+posterior on each, the rank of the true θ among 99 thinned draws, and the verdict of the simultaneous ECDF
+band (Säilynoja et al. 2022) at level 0.95 over every coordinate and ε of a case (Bonferroni).
+`max_gap` is the largest distance of the ECDF from uniform in units of the band's half-width (over 1 is
+outside). Rendered from
 `benchmarks/results/sbc_seed_models.json`, made by `python benchmarks/sbc_seed_models.py`; the cost of
 SBC is in `benchmarks/results/sbc_cost.md`.
 """
@@ -62,6 +63,7 @@ def sbc_page(payload: dict) -> str:
             "",
             f"{case['seed']}; engine: {case['engine']}; {case.get('dtype', 'float32')}; "
             f"{case['simulations']} simulations per ε, {case['seconds']:.0f} s in all: {verdict}.",
+            *(["", case["note"]] if "note" in case else []),
             "",
             "| ε | coordinate | inside | max_gap | median ESS |",
             "|---:|---|---|---:|---:|",

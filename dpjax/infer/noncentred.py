@@ -8,6 +8,8 @@ Here the latent records are re-expressed as noise variables u with a θ-free law
   u = L⁻¹(x − loc) with L its ``scale_tril``;
 - Bernoulli, Categorical, Poisson and negative binomial (numpyro's GammaPoisson and its
   NegativeBinomial subclasses): u ~ Uniform(F(x-1), F(x)) drawn given x (inverse CDF);
+- Gamma (and Chi2): u = x · rate ~ Gamma(concentration, 1), θ-free when only the rate depends on θ (a
+  variance's scale); where the concentration does too, the target carries log q_θ(u), as the Dirichlet's;
 - Dirichlet: a transport map, not a θ-free law (below);
 - any other family registered with :func:`register_noise_representation`.
 
@@ -135,15 +137,15 @@ def register_noise_representation(family: type, to_noise, from_noise, exact=None
     """Give a record distribution class (and its subclasses) a noise representation, so the
     non-centred θ-moves of :class:`~dpjax.infer.DataAugmentationKernel` apply to its records.
 
-    For Gamma records whose ``rate`` (not ``concentration``) depends on θ, u = x · rate has the
-    θ-free law Gamma(concentration, 1)::
+    For Weibull records whose ``scale`` (not ``concentration``) depends on θ, u = x / scale has the
+    θ-free law Weibull(1, concentration)::
 
         register_noise_representation(
-            dist.Gamma, lambda key, fn, x: x * fn.rate, lambda fn, u, dtype: u / fn.rate
+            dist.Weibull, lambda key, fn, x: x / fn.scale, lambda fn, u, dtype: u * fn.scale
         )
 
     The registration is global and trusted: u must have the same law for every θ the model can
-    take (a Gamma whose ``concentration`` depends on θ has no such representation), or, where it
+    take (a Weibull whose ``concentration`` depends on θ has no such representation), or, where it
     does not, ``log_density(fn, u)`` must give its per-record log density q_θ(u) (as the
     Dirichlet's does), or the moves target the wrong posterior.
     """
@@ -264,6 +266,12 @@ register_noise_representation(  # u = L⁻¹(x − loc), L the Cholesky factor o
 )
 register_noise_representation(
     dist.Exponential, lambda key, fn, x: x * fn.rate, lambda fn, u, dtype: u / fn.rate
+)
+register_noise_representation(  # u = x · rate ~ Gamma(concentration, 1): its density is θ-free unless
+    dist.Gamma,  # the concentration depends on θ, and the target carries it either way
+    lambda key, fn, x: x * fn.rate,
+    lambda fn, u, dtype: u / fn.rate,
+    log_density=lambda fn, u: dist.Gamma(fn.concentration).log_prob(u),
 )
 for _family in (dist.BernoulliProbs, dist.BernoulliLogits):
     register_noise_representation(
