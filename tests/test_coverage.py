@@ -131,7 +131,8 @@ def test_the_mcem_wald_interval_covers_a_noisy_count():
     [
         ({"estimator": 3}, "estimator must be a function"),
         ({"truth": {}}, "truth must be a non-empty dict"),
-        ({"truth": {"sigma": 1.0}}, r"missing \['mu'\]"),
+        ({"truth": {"sigma": 1.0}}, r"missing \['mu'\], unknown \['sigma'\]"),
+        ({"truth": {"mu": 1.0, "x": 0.0}}, r"unknown \['x'\]"),  # a record site is not θ
         ({"release": {"s_dp": "nope"}}, "not privatized sites"),
         ({"level": 1.5}, "level must be a float in"),
         ({"num_simulations": 0}, "num_simulations"),
@@ -147,9 +148,12 @@ def test_bad_arguments_are_refused_before_any_simulation(kwargs, match):
         )
 
 
-def test_an_estimate_of_a_site_truth_does_not_fix_is_refused():
-    with pytest.raises(ValueError, match=r"returned sites \['tau'\]"):
+@pytest.mark.parametrize(
+    "estimate, match", [({"tau": 1.0}, r"returned sites \['tau'\]"), ({}, "returned sites none")]
+)
+def test_an_estimate_of_a_site_truth_does_not_fix_is_refused(estimate, match):
+    with pytest.raises(ValueError, match=match):
         wald_coverage(
-            normal_sum, lambda k, a, kw: ({"tau": 1.0}, {"tau": 1.0}), {"mu": 1.0}, release="s_dp",
+            normal_sum, lambda k, a, kw: (estimate, estimate), {"mu": 1.0}, release="s_dp",
             rng_key=jax.random.key(0), num_simulations=2, progress_bar=False,
         )  # fmt: skip

@@ -157,9 +157,11 @@ def wald_coverage(
     _check_level(prob, "prob")
     if not isinstance(model_args, tuple):
         raise ValueError(f"model_args must be a tuple, got {type(model_args).__name__}")
-    release, missing = _release_sites(model, release, model_args, truth)
-    if missing:
-        raise ValueError(f"truth: give every θ site the model samples; missing {missing}")
+    release, missing, unknown = _release_sites(model, release, model_args, truth)
+    if missing or unknown:
+        raise ValueError(
+            f"truth: give every θ site the model samples and only those; missing {missing}, unknown {unknown}"
+        )
 
     def simulate(key):
         tr = trace(seed(condition(model, dict(truth)), key)).get_trace(*model_args, **dict.fromkeys(release))
@@ -179,14 +181,16 @@ def wald_coverage(
         caught_any += [str(w.message) for w in caught[:1]]
         params, se = (out.params, out.std_errors) if hasattr(out, "std_errors") else out
         unknown = sorted(set(params) - set(truth))
-        if unknown:
-            raise ValueError(f"estimator returned sites {unknown} that truth does not fix")
+        if unknown or not params:
+            raise ValueError(
+                f"estimator returned sites {unknown or 'none'}; give estimates of sites truth fixes"
+            )
         row = {}
         for k, v in params.items():
             row.update(_cells(k, v))
             row.update(_cells(k, se[k], "_se"))
         rows.append(row)
-        coordinates = [c for k, v in params.items() for c in _cells(k, v)]
+    coordinates = [c for k, v in params.items() for c in _cells(k, v)]
     if caught_any:
         warnings.warn(
             f"wald_coverage: the estimator warned in {len(caught_any)} of {num_simulations} simulations, "
@@ -217,8 +221,9 @@ def _check_level(value, name):
         raise ValueError(f"{name} must be a float in (0, 1), got {value!r}")
 
 
-def _release_sites(model, release: dict, model_args: tuple, truth) -> tuple[dict, list[str]]:
-    """``({keyword: site}, θ sites that truth misses)``, from one simulated release."""
+def _release_sites(model, release: dict, model_args: tuple, truth) -> tuple[dict, list[str], list[str]]:
+    """``({keyword: site}, θ sites that truth misses, truth's sites that are not θ sites)``, from one
+    simulated release (a latent n counts as a θ site that truth may fix)."""
     from ..infer.spec import model_spec, prototype
     from ..primitives import INFER_KEY
 
@@ -237,7 +242,8 @@ def _release_sites(model, release: dict, model_args: tuple, truth) -> tuple[dict
     spec = model_spec(
         prototype(model, jax.random.key(0), model_args, {kw: prior[s]["value"] for kw, s in release.items()})
     )
-    return release, sorted(set(spec.theta) - set(truth))
+    latent = {*spec.theta, *spec.size_sites}
+    return release, sorted(set(spec.theta) - set(truth)), sorted(set(truth) - latent)
 
 
 def _cells(site: str, value, suffix: str = "") -> dict:
