@@ -118,6 +118,13 @@ def cases():
             # on 2 cores); the band is wider (the test detects coarser errors), the verdict as valid
             simulations=64,
         ),
+        "guo-compositional-da-eps10": dict(
+            seed="Guo et al. (2024), Dirichlet records (n = 100, d = 3, a = 0.01, prior p1), ε = 10 only",
+            engine="DA, NUTS α-step, 3 000 draws", model=compositional, release="release",
+            args=lambda epsilon: (epsilon,), engine_fn=lambda: da(compositional), epsilons=[10.0],
+            # the case above with 1 000 draws left the median ESS of α at 36 (below the 99 ranks) at ε = 10
+            num_samples=3000, simulations=64,
+        ),
         "gong-lalonde-da": dict(
             seed="Gong (2022) §5.2, Lalonde summaries (Laplace scales (3, 3, 6, 6)/ε; ε = 1 the seed's)",
             engine="DA, NUTS θ-step, 5 non-centred moves per iteration, warmup 2 000",
