@@ -126,3 +126,19 @@ def median_se(values, rng, boots=2000):
     if len(v) == 0:
         return np.nan, np.nan
     return float(np.median(v)), float(np.std(np.median(rng.choice(v, size=(boots, len(v))), axis=1)))
+
+
+def chosen_cases(doc: str, names) -> list[str]:
+    """The ``CASE ...`` of a script's command line (``--help`` shows ``doc``), each one of ``names``;
+    none: every case."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*", choices=[[], *names], metavar="CASE", help=", ".join(names))
+    return parser.parse_args().cases
+
+
+def in_order(results: dict, names) -> dict:
+    """``results`` (a dict keyed by case) in the order of ``names``, the script's cases."""
+    names = list(names)
+    return dict(sorted(results.items(), key=lambda kv: names.index(kv[0])))

@@ -9,7 +9,6 @@ per case. A case marked ``x64`` runs in float64 (``jax.enable_x64``), the rest i
 A case that fails SBC is a defect to fix, not a result to report.
 """
 
-import argparse
 import json
 import time
 import warnings
@@ -17,7 +16,7 @@ import warnings
 import jax
 import matplotlib
 import numpyro.distributions as dist
-from _common import RESULTS, write_results
+from _common import RESULTS, chosen_cases, in_order, write_results
 
 import dpjax
 import dpjax.models as m
@@ -183,8 +182,7 @@ def main(names):
         }
         print(name, result.passed, payload["cases"][name]["seconds"], "s", flush=True)
         print(result.verdicts.to_string(), flush=True)
-        order = list(cases())
-        payload["cases"] = dict(sorted(payload["cases"].items(), key=lambda kv: order.index(kv[0])))
+        payload["cases"] = in_order(payload["cases"], cases())
         write(payload)  # after every case: a long run keeps what it has done
 
 
@@ -200,8 +198,4 @@ def write(payload):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("cases", nargs="*", choices=[[], *cases()], metavar="CASE", help=", ".join(cases()))
-    main(parser.parse_args().cases)
+    main(chosen_cases(__doc__, cases()))

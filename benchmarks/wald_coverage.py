@@ -9,14 +9,13 @@ docs' SBC page.
 A case that fails is a defect to fix (or an interval the asymptotics do not cover: say which, with a run).
 """
 
-import argparse
 import json
 import time
 import warnings
 
 import jax
 import numpy as np
-from _common import RESULTS, write_results
+from _common import RESULTS, chosen_cases, in_order, write_results
 from scipy import optimize, stats
 from scipy.special import logsumexp
 
@@ -97,8 +96,7 @@ def main(names):
             "seconds": round(time.perf_counter() - start, 1),
             **{k: case[k] for k in ("reference", "note") if k in case},
         }  # fmt: skip
-        order = list(cases())
-        payload["cases"] = dict(sorted(payload["cases"].items(), key=lambda kv: order.index(kv[0])))
+        payload["cases"] = in_order(payload["cases"], cases())
         write(payload)
 
 
@@ -115,8 +113,4 @@ def write(payload):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("cases", nargs="*", choices=[[], *cases()], metavar="CASE", help=", ".join(cases()))
-    main(parser.parse_args().cases)
+    main(chosen_cases(__doc__, cases()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from ..mechanisms import Mechanism
@@ -47,3 +48,30 @@ def check_orders(orders) -> tuple[int, ...]:
     if not all(isinstance(k, int | np.integer) and k >= 0 for k in orders):
         raise ValueError(f"`orders` must be non-negative ints, got {orders!r}.")
     return orders
+
+
+def release_sites(model, release: dict, model_args: tuple):
+    """``({keyword: site}, the model's privatized sites, its spec)`` for simulation checks (SBC, coverage):
+    the release keywords resolved (one keyword, mapped to None, names the one privatized site) and checked,
+    the spec read from a trace with a release drawn from the prior predictive observed."""
+    from ..infer.spec import model_spec, prototype
+    from ..primitives import INFER_KEY
+
+    key = jax.random.key(0)
+    prior = prototype(model, key, model_args, dict.fromkeys(release))
+    releases = [k for k, s in prior.items() if s["type"] == "sample" and INFER_KEY in (s.get("infer") or {})]
+    if len(release) == 1 and None in release.values():
+        if len(releases) != 1:
+            raise ValueError(
+                f"release: the model has {len(releases)} privatized sites {releases}; map each model keyword "
+                "to its site, {keyword: site}"
+            )
+        release = {next(iter(release)): releases[0]}
+    bad = sorted(s for s in release.values() if s not in prior or prior[s]["type"] != "sample")
+    if bad:
+        raise ValueError(
+            f"release: {bad} are not sample sites of the model (not privatized sites, nor observed data); "
+            f"its releases are {releases}"
+        )
+    spec = model_spec(prototype(model, key, model_args, {kw: prior[s]["value"] for kw, s in release.items()}))
+    return release, releases, spec

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validate import positive_int
+from ._common import release_sites
 
 __all__ = ["CoverageResult", "coverage_test", "wald_coverage"]
 
@@ -157,7 +158,9 @@ def wald_coverage(
     _check_level(prob, "prob")
     if not isinstance(model_args, tuple):
         raise ValueError(f"model_args must be a tuple, got {type(model_args).__name__}")
-    release, missing, unknown = _release_sites(model, release, model_args, truth)
+    release, _, spec = release_sites(model, release, model_args)
+    missing = sorted(set(spec.theta) - set(truth))
+    unknown = sorted(set(truth) - {*spec.theta, *spec.size_sites})  # a latent n is a site truth may fix
     if missing or unknown:
         raise ValueError(
             f"truth: give every θ site the model samples and only those; missing {missing}, unknown {unknown}"
@@ -175,8 +178,8 @@ def wald_coverage(
     ):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            # jax arrays, not numpy scalars: an engine that compiles once per value of a static argument
-            # (a numpy scalar) would recompile for every simulation
+            # jax arrays, not numpy scalars: an estimator that treats non-array arguments as static
+            # (compiled per value) would recompile for every simulation
             out = estimator(key, model_args, {kw: jnp.asarray(v[i]) for kw, v in releases.items()})
         caught_any += [str(w.message) for w in caught[:1]]
         params, se = (out.params, out.std_errors) if hasattr(out, "std_errors") else out
@@ -219,31 +222,6 @@ def wald_coverage(
 def _check_level(value, name):
     if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
         raise ValueError(f"{name} must be a float in (0, 1), got {value!r}")
-
-
-def _release_sites(model, release: dict, model_args: tuple, truth) -> tuple[dict, list[str], list[str]]:
-    """``({keyword: site}, θ sites that truth misses, truth's sites that are not θ sites)``, from one
-    simulated release (a latent n counts as a θ site that truth may fix)."""
-    from ..infer.spec import model_spec, prototype
-    from ..primitives import INFER_KEY
-
-    prior = prototype(model, jax.random.key(0), model_args, dict.fromkeys(release))
-    releases = [k for k, s in prior.items() if s["type"] == "sample" and INFER_KEY in (s.get("infer") or {})]
-    if None in release.values():
-        if len(releases) != 1:
-            raise ValueError(
-                f"release: the model has {len(releases)} privatized sites {releases}; map each model keyword "
-                "to its site, {keyword: site}"
-            )
-        release = {next(iter(release)): releases[0]}
-    bad = sorted(s for s in release.values() if s not in releases)
-    if bad:
-        raise ValueError(f"release: {bad} are not privatized sites of the model; its releases are {releases}")
-    spec = model_spec(
-        prototype(model, jax.random.key(0), model_args, {kw: prior[s]["value"] for kw, s in release.items()})
-    )
-    latent = {*spec.theta, *spec.size_sites}
-    return release, sorted(set(spec.theta) - set(truth)), sorted(set(truth) - latent)
 
 
 def _cells(site: str, value, suffix: str = "") -> dict:

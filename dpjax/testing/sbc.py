@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validate import positive_int
+from ._common import release_sites
 
 __all__ = ["ECDFTest", "SBCResult", "rank_ecdf_test", "sbc"]
 
@@ -159,23 +160,7 @@ def _sites(model, release: dict, model_args: tuple, params) -> tuple[dict, list[
     """``({keyword: site}, θ sites to rank)``: the release keywords resolved (one keyword names the one
     privatized site) and checked, and the θ sites (default every latent site outside the records, and
     n), read from the model's spec on a release drawn from its prior predictive."""
-    from ..infer.spec import model_spec, prototype
-    from ..primitives import INFER_KEY
-
-    key = jax.random.key(0)
-    prior = prototype(model, key, model_args, dict.fromkeys(release))
-    releases = [k for k, s in prior.items() if s["type"] == "sample" and INFER_KEY in (s.get("infer") or {})]
-    if len(release) == 1 and None in release.values():
-        if len(releases) != 1:
-            raise ValueError(
-                f"release: the model has {len(releases)} privatized sites {releases}; map each model keyword "
-                "to its site, {keyword: site}"
-            )
-        release = {next(iter(release)): releases[0]}
-    bad = sorted(s for s in release.values() if s not in prior or prior[s]["type"] != "sample")
-    if bad:
-        raise ValueError(f"release: {bad} are not sample sites of the model; its releases are {releases}")
-    spec = model_spec(prototype(model, key, model_args, {kw: prior[s]["value"] for kw, s in release.items()}))
+    release, releases, spec = release_sites(model, release, model_args)
     fixed = sorted({*releases, *spec.observed} - set(release.values()))
     if fixed:
         raise ValueError(
