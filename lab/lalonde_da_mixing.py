@@ -1,6 +1,6 @@
 """Why does DA fail SBC on Gong's Lalonde summaries at ε ≥ 1 with its defaults (issue 89)? Four chains of DA
-(1 000 draws; the defaults, warmup 500 and `noncentred_moves="auto"`, and warmup 2 000 with 5 non-centred
-moves per iteration) on one release simulated from the prior at each ε (Laplace scales (3, 3, 6, 6)/ε): R̂
+(1 000 draws; the defaults, warmup 500 and `noncentred_moves="auto"`; warmup 2 000 with 5 non-centred
+moves per iteration; and that with 30 record steps per iteration, `record_sweeps=30`) on one release simulated from the prior at each ε (Laplace scales (3, 3, 6, 6)/ε): R̂
 and ESS per site, the records' acceptance rate, and dpjax's warnings.
 """
 
@@ -30,11 +30,15 @@ def lalonde(epsilon, release=None):
     )
 
 
-SETTINGS = [("defaults (warmup 500, moves 'auto')", 500, "auto"), ("warmup 2 000, 5 moves", 2000, 5)]
+SETTINGS = [
+    ("defaults (warmup 500, moves 'auto')", 500, "auto", 1),
+    ("warmup 2 000, 5 moves", 2000, 5, 1),
+    ("warmup 2 000, 5 moves, 30 record sweeps (the SBC case)", 2000, 5, 30),
+]
 rows = []
-for eps, (setting, warmup, moves) in itertools.product([0.1, 1.0, 10.0], SETTINGS):
+for eps, (setting, warmup, moves, sweeps) in itertools.product([0.1, 1.0, 10.0], SETTINGS):
     release = trace(seed(lalonde, jax.random.key(3))).get_trace(eps)["s_dp"]["value"]
-    kernel = dpjax.infer.DataAugmentationKernel(lalonde, noncentred_moves=moves)
+    kernel = dpjax.infer.DataAugmentationKernel(lalonde, noncentred_moves=moves, record_sweeps=sweeps)
     mcmc = MCMC(
         kernel,
         num_warmup=warmup,

@@ -359,7 +359,9 @@ def _report_rhat(names, is_end, count, mean, m2):
         f"{worst:.3g} over the second half of warmup, above {SLOW_RHAT}): the sampler mixes slowly there, "
         "and the draws may not represent the posterior yet. Run a longer warmup and more draws, compare "
         "r_hat and ess in the summary, or check whether the release pins the imputed records so tightly "
-        "that θ cannot move (non-centred moves, dpjax.infer.noncentred, help where the release is weak).",
+        "that θ cannot move (non-centred moves, dpjax.infer.noncentred, help where the release is weak; "
+        "where the records' acceptance, extra field record_accept_rate, is a few percent, "
+        "record_sweeps=k moves them k times as often per θ-step).",
         SlowMixingWarning,
         stacklevel=1,
     )

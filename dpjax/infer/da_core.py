@@ -136,7 +136,8 @@ class Core(NamedTuple):
 
     - **model**, **spec** – the model and its :class:`~dpjax.infer.spec.ModelSpec`;
     - **inner**, **theta_update** – the θ block's form (:func:`~dpjax.infer.theta_block.build_kernel`);
-    - **record_update** – ``"sweep"`` or ``"soma"``; **store_records** – the records go into ``z``;
+    - **record_update** – ``"sweep"`` or ``"soma"``; **record_sweeps** – record steps per iteration, each
+      with fresh proposals at the iteration's θ; **store_records** – the records go into ``z``;
     - **num_moves** – non-centred θ-moves (or joint (θ, n) moves) per iteration, and **init_moves**, the
       initial state of their random walk given θ; **auto_moves** – whether the warmup tries them
       against none (:mod:`~dpjax.infer.auto_moves`);
@@ -149,6 +150,7 @@ class Core(NamedTuple):
     inner: Any = None
     theta_update: Any = None
     record_update: str = "sweep"
+    record_sweeps: int = 1
     store_records: bool = False
     num_moves: int = 0
     init_moves: Callable | None = None
@@ -335,21 +337,42 @@ def build_kernel(core: Core):
             key_theta, state.theta_state, theta, state.records, size, public, model_args, model_kwargs
         )
         given = {**theta, **size}
-        proposals = draw_records(core.model, spec.latent_records, key_prop, given, model_args, model_kwargs)
-        t_old = per_record(infos, {**public, **state.records}, active)
-        t_fresh = per_record(infos, {**public, **proposals})  # every slot (the size jumps read them)
-        t_new = t_fresh if active is None else tuple(masked(t, active) for t in t_fresh)
-        # what each site's sweep carries: s − T, or for a transformed release T₀ − T from this sweep's
-        # start T₀ (its density reads transform(T₀ − r)); recomputed each sweep, so float error never
-        # accumulates
-        totals = tuple(info.total(t) for info, t in zip(infos, t_old))
-        anchors = tuple(s if info.transform is None else T for s, info, T in zip(releases, infos, totals))
-        residuals = tuple(a - T for a, T in zip(anchors, totals))
+
+        def record_pass(key_prop, key_sweep, records):
+            """One record step with fresh proposals x* ~ f(·|θ): what the size step reads after it too."""
+            latent = spec.latent_records
+            proposals = draw_records(core.model, latent, key_prop, given, model_args, model_kwargs)
+            t_old = per_record(infos, {**public, **records}, active)
+            t_fresh = per_record(infos, {**public, **proposals})  # every slot (the size jumps read them)
+            t_new = t_fresh if active is None else tuple(masked(t, active) for t in t_fresh)
+            # what each site's sweep carries: s − T, or for a transformed release T₀ − T from this sweep's
+            # start T₀ (its density reads transform(T₀ − r)); recomputed each sweep, so float error never
+            # accumulates
+            totals = tuple(info.total(t) for info, t in zip(infos, t_old))
+            anchors = tuple(s if info.transform is None else T for s, info, T in zip(releases, infos, totals))
+            residuals = tuple(a - T for a, T in zip(anchors, totals))
+            densities = [sweep_density(info, s, a) for info, s, a in zip(infos, releases, anchors)]
+            groups = tuple(info.groups for info in infos)
+            records, result = sweep(
+                key_sweep, records, proposals, t_old, t_new, residuals, densities, active, groups
+            )
+            return records, (result, proposals, t_old, t_new, t_fresh, anchors)
+
+        records, last = record_pass(key_prop, key_sweep, state.records)
+        if core.record_sweeps > 1:  # more passes at the same θ: each is an exact step for p(x | θ, s)
+
+            def another(carry, keys):  # carries the last pass only: memory O(n), not O(k·n)
+                records, _, rates = carry
+                records, last = record_pass(keys[0], keys[1], records)
+                return (records, last, rates + jnp.stack([last[0].accept_rate, last[0].move_rate])), None
+
+            keys = random.split(random.fold_in(key_sweep, 1), (core.record_sweeps - 1, 2))
+            rates = jnp.stack([last[0].accept_rate, last[0].move_rate])
+            (records, last, rates), _ = jax.lax.scan(another, (records, last, rates), keys)
+            rates = rates / core.record_sweeps  # the reported rates: the mean over every pass
+            last = (last[0]._replace(accept_rate=rates[0], move_rate=rates[1]),) + last[1:]
+        result, proposals, t_old, t_new, t_fresh, anchors = last
         densities = [sweep_density(info, s, a) for info, s, a in zip(infos, releases, anchors)]
-        groups = tuple(info.groups for info in infos)
-        records, result = sweep(
-            key_sweep, state.records, proposals, t_old, t_new, residuals, densities, active, groups
-        )
         log_density, residuals, swept = result.log_density, result.residuals, records
         nc, nc_rate = state.nc, state.nc_accept_rate
         jump_scale, blocked, size_info = state.jump_scale, state.capacity_blocked, state.info

@@ -12,6 +12,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from numpyro.infer.hmc import HMC
 
 from ..mechanisms.base import check_key
@@ -69,6 +70,11 @@ class DataAugmentationKernel(PerChainKernel):
         O(1) work per update; ``"soma"``: each proposal offered to every record at once
         (:mod:`dpjax.infer.soma`; within its unit for a release per unit), O(n) parallel work per
         update, for weak releases on a GPU. Both are exact for the same target.
+    :param record_sweeps: record steps per iteration (default 1, the seed's), each with fresh proposals
+        at the iteration's θ. Where one record moves the released statistic by far more than the noise
+        (a large ε, few records: summaries of a whole group) a proposal is accepted rarely, and θ | x
+        follows records that seldom move; k passes cost k record steps but no more θ-steps, and the
+        acceptance rate reported is their mean. Raise it where ``record_accept_rate`` is a few percent.
 
     It can be a block of ``numpyro.infer.Gibbs`` that owns θ's sites *and* the latent record sites
     (then the records are collected), for parameters it should not update, e.g.
@@ -111,9 +117,13 @@ class DataAugmentationKernel(PerChainKernel):
         noncentred_moves: int | str = "auto",
         store_records: bool = False,
         record_update: str = "sweep",
+        record_sweeps: int = 1,
     ):
         if record_update not in ("sweep", "soma"):
             raise ValueError(f"`record_update` must be 'sweep' or 'soma', got {record_update!r}.")
+        whole = isinstance(record_sweeps, int | np.integer) and not isinstance(record_sweeps, bool)
+        if not whole or record_sweeps < 1:
+            raise ValueError(f"`record_sweeps` must be an int >= 1, got {record_sweeps!r}.")
         if noncentred_moves != "auto" and not (isinstance(noncentred_moves, int) and noncentred_moves >= 0):
             raise ValueError(f"`noncentred_moves` must be 'auto' or an int >= 0, got {noncentred_moves!r}.")
         model, inner_kernel = theta_block.resolve(model, inner_kernel, theta_update)
@@ -124,6 +134,7 @@ class DataAugmentationKernel(PerChainKernel):
         self._store_records = bool(store_records)
         self._noncentred = noncentred_moves
         self._record_update = record_update
+        self._record_sweeps = int(record_sweeps)
         self._size: size_step.SizeSettings | None = None  # an unknown n's (ReversibleJumpKernel)
         self._num_moves, self._num_warmup = 0, 0  # static, resolved at `init`
         self._spec: ModelSpec | None = None
@@ -194,6 +205,7 @@ class DataAugmentationKernel(PerChainKernel):
             theta_update=self._theta_update,
             noncentred_moves=self._noncentred,
             record_update=self._record_update,
+            record_sweeps=self._record_sweeps,
             **settings,
         )
 
@@ -243,6 +255,7 @@ class DataAugmentationKernel(PerChainKernel):
             inner=self._inner,
             theta_update=self._theta_update,
             record_update=self._record_update,
+            record_sweeps=self._record_sweeps,
             store_records=self._store_records,
             num_moves=self._num_moves,
             init_moves=self._init_nc,

@@ -46,6 +46,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         n (it returns θ only), and ``records`` the whole buffer, of which the first n slots are the data.
     :param record_update: as for :class:`DataAugmentationKernel`; with ``"soma"`` the first n proposals
         are offered to the n active records.
+    :param record_sweeps: as for :class:`DataAugmentationKernel` (record steps per iteration).
 
     The chain starts at the noisy n (rounded into n's support) unless ``init_params`` gives n. Births
     beyond the capacity are refused; where n's prior allows more, a :class:`CapacityWarning` says so
@@ -86,6 +87,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         ridge_moves: int = 0,
         store_records: bool = False,
         record_update: str = "sweep",
+        record_sweeps: int = 1,
     ):
         size = size_step.size_settings(size_moves, size_jumps, hold_size, ridge_moves)
         super().__init__(
@@ -95,5 +97,6 @@ class ReversibleJumpKernel(DataAugmentationKernel):
             noncentred_moves=noncentred_moves,
             store_records=store_records,
             record_update=record_update,
+            record_sweeps=record_sweeps,
         )
         self._size = size
