@@ -73,6 +73,11 @@ def cases():
             model=m.clamped_regression, release="release", args=lambda epsilon: (100, epsilon),
             engine_fn=lambda: da(m.clamped_regression, theta_update=m.regression_update()),
         ),
+        "clamped-normal-da": dict(
+            seed="`dpjax demo`'s model: Normal records clamped to [0, 100], (Σu, Σu²) released (n = 50)",
+            engine="DA, NUTS θ-step", model=m.clamped_normal, release="release",
+            args=lambda epsilon: (50, epsilon), engine_fn=lambda: da(m.clamped_normal),
+        ),
         "gong-poisson-abc": dict(
             seed="Gong (2022), Poisson count (Gamma(25, 1) prior)", engine="exact ABC",
             # at ε = 10 a release in the prior's tail accepts ~1e-4 of the proposals, and 256 vmapped
@@ -126,17 +131,17 @@ def cases():
         ),
         "gong-lalonde-da": dict(
             seed="Gong (2022) §5.2, Lalonde summaries (Laplace scales (3, 3, 6, 6)/ε; ε = 1 the seed's)",
-            engine="DA, NUTS θ-step, 5 non-centred moves per iteration, warmup 2 000",
+            engine="DA, NUTS θ-step, 30 record sweeps and 5 non-centred moves per iteration, warmup 2 000",
             model=lalonde, release="release", args=lambda epsilon: (epsilon,), num_warmup=2000,
-            engine_fn=lambda: da(lalonde, noncentred_moves=5),
-            note="With the defaults (500 warmup iterations, `noncentred_moves='auto'`) DA mixed too slowly here "
-            "for SBC at ε ≥ 1 (it failed; τ's ESS 4 and 2 of 4 000 in 4 chains, and dpjax warned: "
-            "`lab/results/lalonde_da_mixing.md`): the four summaries are one record whose proposals given θ "
-            "follow θ, and the non-centred moves' random walk needs a longer warmup to learn its scale. With "
-            "these settings ε = 0.1 and 1 pass; **ε = 10 still fails** (an open defect): the record step "
-            "accepts ~3 % there, and single chains that stick put too many true values in the end deciles "
-            "(μ: 13 % and 20 % against 10 %); 4 chains of one release mix slowly in σ_t (R̂ 1.09, ESS 51 "
-            "of 4 000) and dpjax warns (SlowMixingWarning).",
+            engine_fn=lambda: da(lalonde, noncentred_moves=5, record_sweeps=30),
+            note="With the defaults (500 warmup iterations, `noncentred_moves='auto'`, one record step per "
+            "iteration) DA mixed too slowly here for SBC at ε ≥ 1 (it failed; τ's ESS 4 and 2 of 4 000 in 4 "
+            "chains, and dpjax warned: `lab/results/lalonde_da_mixing.md`). The four summaries are one record: "
+            "at ε = 10 the variances' release pins s_c² far inside its spread given σ_c, so a proposal of the "
+            "whole record is accepted ~3 % of the time, and ȳ_t, s_t², which the release pins less than their "
+            "spread and which σ_t, τ follow, seldom move; 30 record steps per θ-step (`record_sweeps=30`) move "
+            "them (σ_t’s ESS 51 → 110 of 4 000 on one release, R̂ 1.09 → 1.03). At ε = 1 the non-centred moves' random walk "
+            "needs the longer warmup to learn its scale.",
         ),
         "awan-unknown-n-rj-float32": dict(
             **unknown_n_rj, lost_because="float32: these chains reached a Φ with eigenvalues over 10⁷ "

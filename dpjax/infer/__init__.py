@@ -17,12 +17,13 @@ from .em_core import MCEMSampler, MCEMState, mcem_sampler
 from .monte_carlo_em import ConvergenceWarning, MCEMResult, is_mcem, mcem
 from .noncentred import register_noise_representation
 from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
-from .record_sweep import SweepResult, accept_records, record_sweep
+from .record_sweep import SlowBackendWarning, SweepResult, accept_records, record_sweep
 from .release_checks import ReleaseRangeWarning
 from .replicates import run_chain
 from .reversible_jump import CapacityWarning, ReversibleJumpKernel
 from .soma import SomaResult, place_records, soma_sweep
 from .stochastic_em import StochasticEMResult, m_step_update, stochastic_em
+from .superchains import superchain_init
 
 __all__ = [
     "ABCResult",
@@ -43,6 +44,7 @@ __all__ = [
     "ReleaseRangeWarning",
     "RoundOffWarning",
     "SlowABCWarning",
+    "SlowBackendWarning",
     "SlowMixingWarning",
     "StickyRecordsWarning",
     "SweepResult",
@@ -63,6 +65,7 @@ __all__ = [
     "StochasticEMResult",
     "m_step_update",
     "stochastic_em",
+    "superchain_init",
     "place_records",
     "register_noise_representation",
     "run_chain",

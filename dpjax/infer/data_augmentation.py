@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.hmc import HMC
+from numpyro.util import is_prng_key
 
 from ..mechanisms.base import check_key
 from ..primitives import allow_overflow
@@ -26,16 +27,25 @@ from .chains import (
     report_at_end_of_warmup,
     report_now,
     report_slow_mixing,
+    traced,
 )
 from .da_core import DAInfo, DAState
 from .joint_size_moves import init_joint_state
 from .noncentred import init_nc_state, resolve_moves
 from .record_step import StickyRecordsWarning, report_sticky, sticky_rate
+from .record_sweep import SlowBackendWarning, warn_slow_backend
 from .rules import check_exchangeable, check_records_feed_only_releases, check_release_reads_records
 from .spec import ModelSpec, model_spec, prototype
 from .theta_block import RoundOffWarning
 
-__all__ = ["DAInfo", "DAState", "DataAugmentationKernel", "RoundOffWarning", "StickyRecordsWarning"]
+__all__ = [
+    "DAInfo",
+    "DAState",
+    "DataAugmentationKernel",
+    "RoundOffWarning",
+    "SlowBackendWarning",
+    "StickyRecordsWarning",
+]
 
 
 class DataAugmentationKernel(PerChainKernel):
@@ -236,6 +246,10 @@ class DataAugmentationKernel(PerChainKernel):
             init_params, spec.supports, allowed=spec.theta + spec.latent_records + spec.size_sites
         )
         core = self._core()
+        if self._record_update == "sweep" and not traced((rng_key, model_args, model_kwargs)):
+            chains = 1 if is_prng_key(rng_key) else rng_key.shape[0]  # under a study's vmap: many
+            records = tr[spec.latent_records[0]]["value"] if spec.latent_records else None
+            warn_slow_backend(chains, 0 if records is None else np.shape(records)[0], stacklevel=3)
 
         init_one = partial(da_core.init, core, num_warmup=num_warmup)
         settings = (num_warmup, self._num_moves, self._noncentred)

@@ -9,6 +9,7 @@ every noise-adding mechanism, whose density depends on ``s - T`` alone.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -18,13 +19,47 @@ from jax import lax
 
 from .samplers import uniform
 
-__all__ = ["SweepResult", "accept_records", "mean_rate", "record_sweep", "rows_differ"]
+__all__ = [
+    "SlowBackendWarning",
+    "SweepResult",
+    "accept_records",
+    "mean_rate",
+    "record_sweep",
+    "rows_differ",
+    "warn_slow_backend",
+]
 
 # scan steps per loop iteration, by backend (``jax.default_backend()``). A GPU pays ~6 µs per loop
 # iteration however many chains it carries, which an unrolled body shares out (an H200: the d = 5 scan
 # 6.1 → 1.4 ns per record per chain at 1 024 chains, 5.3 → 0.9 µs for one chain); XLA:CPU runs an
 # unrolled body several times slower. benchmarks/sweep_unroll.py measures both.
 UNROLL = {"cpu": 1, "gpu": 8}
+
+# From this many records a single chain's sweep on a GPU costs milliseconds per iteration: its scan steps
+# run one launch at a time (an H200, unroll 8: 0.9 µs per record; a 2-core CPU: 20–50 ns).
+SLOW_BACKEND_RECORDS = 1_000
+
+
+class SlowBackendWarning(UserWarning):
+    """The configuration is known to be slow on the backend in use (one chain's record sweep on a GPU)."""
+
+
+def warn_slow_backend(num_chains: int, num_records: int, backend: str | None = None, stacklevel: int = 2):
+    """Warn where ``num_chains`` chains of ``num_records`` records would sweep slowly on ``backend``
+    (default ``jax.default_backend()``): a GPU with one chain and ≥ ``SLOW_BACKEND_RECORDS`` records."""
+    backend = jax.default_backend() if backend is None else backend
+    if backend == "cpu" or num_chains > 1 or num_records < SLOW_BACKEND_RECORDS:
+        return
+    warnings.warn(
+        f"One chain's record sweep on the {backend.upper()} steps through its {num_records} records one "
+        "launch at a time: ~1–5 µs per record against 20–50 ns on a 2-core CPU "
+        "(benchmarks/results/sweep_unroll_gpu_1chain.md), and the same cost carries hundreds of chains. Run "
+        "many short chains at once (MCMC(..., num_chains=K * M, chain_method='vectorized') started by "
+        "dpjax.infer.superchain_init, judged by dpjax.diagnostics.nested_rhat), or this chain on the CPU "
+        "(`with jax.default_device(jax.devices('cpu')[0]):`).",
+        SlowBackendWarning,
+        stacklevel=stacklevel,
+    )
 
 
 class SweepResult(NamedTuple):
