@@ -293,7 +293,15 @@ def test_progress_bar_diagnostics_string():
     state = kernel.init(jax.random.key(0), 10, None, (20, jnp.array(5.0), 1.0), {})
     state = kernel.sample(state, (20, jnp.array(5.0), 1.0), {})
     text = kernel.get_diagnostics_str(state)
-    assert text.startswith("rec. acc.") and "steps of size" in text
+    assert text.startswith("rec. acc.") and "steps of size" in text and "unroll" not in text
+
+
+def test_progress_bar_names_the_sweeps_and_the_layout_picked_for_a_gpu(monkeypatch):
+    kernel = DataAugmentationKernel(normal_model, record_sweeps=3)
+    state = kernel.init(jax.random.key(0), 10, None, (20, jnp.array(5.0), 1.0), {})
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    text = kernel.get_diagnostics_str(state)
+    assert "3 record sweeps" in text and text.endswith(f"gpu: sweep, unroll {UNROLL['gpu']}")
 
 
 def test_run_chain_vmaps_over_releases():

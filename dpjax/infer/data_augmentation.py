@@ -33,7 +33,7 @@ from .da_core import DAInfo, DAState
 from .joint_size_moves import init_joint_state
 from .noncentred import init_nc_state, resolve_moves
 from .record_step import StickyRecordsWarning, report_sticky, sticky_rate
-from .record_sweep import SlowBackendWarning, warn_slow_backend
+from .record_sweep import UNROLL, SlowBackendWarning, warn_slow_backend
 from .rules import check_exchangeable, check_records_feed_only_releases, check_release_reads_records
 from .spec import ModelSpec, model_spec, prototype
 from .theta_block import RoundOffWarning
@@ -194,6 +194,11 @@ class DataAugmentationKernel(PerChainKernel):
             )
         if self._num_moves:
             text += f" | NC: acc. {float(state.nc_accept_rate):.2f}, step {float(state.nc_step_size):.2g}"
+        if self._record_sweeps > 1:
+            text += f" | {self._record_sweeps} record sweeps"
+        backend = jax.default_backend()
+        if backend != "cpu":  # the sweep's layout picked for this backend (record_sweep.UNROLL)
+            text += f" | {backend}: {self._record_update}, unroll {UNROLL.get(backend, 1)}"
         return text
 
     # NumPyro 0.22's block protocol (`refresh`, `get_constrain_fn` of PerChainKernel): the kernel
