@@ -9,7 +9,8 @@ chose, so its ESS/s is that variant's. Models:
 - Beta–Bernoulli count (Laplace on the count): n = 50 with the default NUTS θ-step (the review's
   case), n = 1 000 with the conjugate Beta draw;
 - the naive-Bayes log-linear model (N = 100, categorical records, conjugate Dirichlet step);
-- the clamped regression (p = 2, n = 100 and 1 000, conjugate β step).
+- the clamped regression (p = 2, n = 100 and 1 000, conjugate β step);
+- Gong's Lalonde summaries (one record of four summaries, Laplace scales (3, 3, 6, 6)/ε, NUTS θ-step).
 """
 
 import argparse
@@ -66,7 +67,7 @@ def cases(eps_list):
             jax.random.key(2023), n, 1.0
         )
         T = jax.vmap(m.regression_statistic())({"x": data["x"][0], "y": data["y"][0]}).sum(0)
-        for eps in [*eps_list, 10.0]:
+        for eps in dict.fromkeys([*eps_list, 10.0]):  # ε = 10 always, once
             release = dpjax.LaplaceMechanism(eps, m.regression_sensitivity(2)).release(
                 jax.random.key(int(eps * 10)), T
             )
@@ -74,6 +75,17 @@ def cases(eps_list):
                 m.clamped_regression, theta_update=m.regression_update(), noncentred_moves=moves
             )
             yield "regression", n, eps, make, (n, eps, release), "beta"
+    for eps in eps_list:
+        release = Predictive(lalonde, num_samples=1)(jax.random.key(3), eps)["s_dp"][0]
+        make = lambda moves: DataAugmentationKernel(lalonde, noncentred_moves=moves)
+        yield "Lalonde summaries", 1, eps, make, (eps, release), ("tau", "mu", "sigma_t", "sigma_c")
+
+
+def lalonde(epsilon, release=None):
+    mechanism = dpjax.LaplaceMechanism(
+        sensitivity=m.LALONDE_MECHANISM.sensitivity, scale=m.LALONDE_MECHANISM.scale / epsilon
+    )
+    m.lalonde_summaries(release, mechanism=mechanism)
 
 
 def main(eps_list, scale):
@@ -106,6 +118,10 @@ def main(eps_list, scale):
             }
         )
         print(rows[-1], flush=True)
+    write(rows, warm, samples)
+
+
+def write(rows, warm, samples):
     cols = [
         ("model", lambda r: r["model"]),
         ("n", lambda r: r["n"]),
