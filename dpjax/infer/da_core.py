@@ -337,6 +337,7 @@ def build_kernel(core: Core):
             key_theta, state.theta_state, theta, state.records, size, public, model_args, model_kwargs
         )
         given = {**theta, **size}
+        groups = tuple(info.groups for info in infos)
 
         def record_pass(key_prop, key_sweep, records):
             """One record step with fresh proposals x* ~ f(·|θ): what the size step reads after it too."""
@@ -352,7 +353,6 @@ def build_kernel(core: Core):
             anchors = tuple(s if info.transform is None else T for s, info, T in zip(releases, infos, totals))
             residuals = tuple(a - T for a, T in zip(anchors, totals))
             densities = [sweep_density(info, s, a) for info, s, a in zip(infos, releases, anchors)]
-            groups = tuple(info.groups for info in infos)
             records, result = sweep(
                 key_sweep, records, proposals, t_old, t_new, residuals, densities, active, groups
             )
@@ -372,6 +372,7 @@ def build_kernel(core: Core):
             rates = rates / core.record_sweeps  # the reported rates: the mean over every pass
             last = (last[0]._replace(accept_rate=rates[0], move_rate=rates[1]),) + last[1:]
         result, proposals, t_old, t_new, t_fresh, anchors = last
+        # the last pass's densities again (closures cannot leave the scan); the size step reads them
         densities = [sweep_density(info, s, a) for info, s, a in zip(infos, releases, anchors)]
         log_density, residuals, swept = result.log_density, result.residuals, records
         nc, nc_rate = state.nc, state.nc_accept_rate

@@ -16,6 +16,7 @@ import numpy as np
 from numpyro.infer.hmc import HMC
 from numpyro.util import is_prng_key
 
+from .._validate import positive_int
 from ..mechanisms.base import check_key
 from ..primitives import allow_overflow
 from . import auto_moves, da_core, size_step, theta_block
@@ -131,9 +132,7 @@ class DataAugmentationKernel(PerChainKernel):
     ):
         if record_update not in ("sweep", "soma"):
             raise ValueError(f"`record_update` must be 'sweep' or 'soma', got {record_update!r}.")
-        whole = isinstance(record_sweeps, int | np.integer) and not isinstance(record_sweeps, bool)
-        if not whole or record_sweeps < 1:
-            raise ValueError(f"`record_sweeps` must be an int >= 1, got {record_sweeps!r}.")
+        record_sweeps = positive_int(record_sweeps, "record_sweeps")
         if noncentred_moves != "auto" and not (isinstance(noncentred_moves, int) and noncentred_moves >= 0):
             raise ValueError(f"`noncentred_moves` must be 'auto' or an int >= 0, got {noncentred_moves!r}.")
         model, inner_kernel = theta_block.resolve(model, inner_kernel, theta_update)
@@ -144,7 +143,7 @@ class DataAugmentationKernel(PerChainKernel):
         self._store_records = bool(store_records)
         self._noncentred = noncentred_moves
         self._record_update = record_update
-        self._record_sweeps = int(record_sweeps)
+        self._record_sweeps = record_sweeps
         self._size: size_step.SizeSettings | None = None  # an unknown n's (ReversibleJumpKernel)
         self._num_moves, self._num_warmup = 0, 0  # static, resolved at `init`
         self._spec: ModelSpec | None = None
@@ -253,8 +252,8 @@ class DataAugmentationKernel(PerChainKernel):
         core = self._core()
         if self._record_update == "sweep" and not traced((rng_key, model_args, model_kwargs)):
             chains = 1 if is_prng_key(rng_key) else rng_key.shape[0]  # under a study's vmap: many
-            records = tr[spec.latent_records[0]]["value"] if spec.latent_records else None
-            warn_slow_backend(chains, 0 if records is None else np.shape(records)[0], stacklevel=3)
+            slots = np.shape(tr[spec.latent_records[0]]["value"])[0] if spec.latent_records else 0
+            warn_slow_backend(chains, slots, stacklevel=3)
 
         init_one = partial(da_core.init, core, num_warmup=num_warmup)
         settings = (num_warmup, self._num_moves, self._noncentred)
