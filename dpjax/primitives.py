@@ -114,6 +114,12 @@ class records_plate(numpyro.plate):
     :class:`~dpjax.infer.ReversibleJumpKernel`, and simulates (θ, n, records, releases) with
     ``Predictive`` or exact ABC.
 
+    With ``size`` a vector of G sizes (one unknown n per unit: persons per block, firms per county,
+    drawn in a plate of G units) the plate holds ``capacity`` slots per unit, unit g's in slots
+    ``g·capacity …``, and every :func:`privatized` site naming it is released per unit (its ``groups``
+    are the plate's ``units``). ``units`` (the unit of each slot) may index unit-level parameters in
+    the records' law, e.g. ``dist.Bernoulli(p[people.units])``.
+
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(capacity, s_dp=None, n_dp=None):
     ...     p = numpyro.sample("p", dist.Beta(1.0, 1.0))
@@ -131,18 +137,30 @@ class records_plate(numpyro.plate):
     """
 
     def __init__(self, name: str, size, capacity: int, *, dim: int | None = None):
-        capacity = positive_int(capacity, "capacity")  # the number of record slots
-        if jnp.ndim(size) != 0:
-            raise ValueError(f"`size` must be a scalar (the number of records), got shape {jnp.shape(size)}.")
+        capacity = positive_int(capacity, "capacity")  # the number of record slots (per unit)
+        if jnp.ndim(size) > 1:
+            raise ValueError(
+                "`size` must be a scalar (the number of records) or a vector (the records of each unit), "
+                f"got shape {jnp.shape(size)}."
+            )
         overflow = [h for h in _PYRO_STACK if isinstance(h, allow_overflow)]
         capacity = next((h.capacity for h in overflow if h.capacity is not None), capacity)
         if concrete(size) and not overflow:
             value = np.asarray(size)
-            if value != np.round(value) or not 0 <= value <= capacity:
-                raise ValueError(f"`size` must be a whole number in [0, capacity={capacity}], got {value!r}.")
-        super().__init__(name, int(capacity), dim=dim)
+            if np.any(value != np.round(value)) or not np.all((0 <= value) & (value <= capacity)):
+                raise ValueError(f"`size` must be whole numbers in [0, capacity={capacity}], got {value!r}.")
+        slots = jnp.arange(int(capacity))
+        # one size per unit: unit g's records in slots g·capacity … g·capacity + size[g] − 1 (unit-major)
+        num_units = None if jnp.ndim(size) == 0 else int(jnp.shape(size)[0])
+        super().__init__(name, int(capacity) * (num_units or 1), dim=dim)
         self.num_records = size
-        self.active = jnp.arange(int(capacity)) < size
+        self.num_units = num_units
+        if num_units is None:
+            self.units = None
+            self.active = slots < size
+        else:
+            self.units = jnp.repeat(jnp.arange(num_units), int(capacity))
+            self.active = (slots[None, :] < jnp.asarray(size)[:, None]).reshape(-1)
 
     def process_message(self, msg):
         super().process_message(msg)
@@ -299,17 +317,18 @@ def _check_gradient_sampler(name, record_sites, plate):
     )
 
 
-def _check_groups(name, groups, num_groups, n, obs, active):
+def _check_groups(name, groups, num_groups, n, obs, active, sized_per_unit=False):
     """``(groups, G)`` of a grouped release, checked (``ValueError`` naming the argument), or ``(None,
     None)``."""
     if groups is None:
         if num_groups is not None:
             raise ValueError(f"privatized site {name!r}: `num_groups` without `groups`.")
         return None, None
-    if active is not None:
+    if active is not None and not sized_per_unit:
         raise ValueError(
-            f"privatized site {name!r}: a release per unit (`groups`) with an unknown n (a records_plate) is "
-            "not supported yet; give the records plate a known size."
+            f"privatized site {name!r}: a release per unit (`groups`) with one unknown n for all units is "
+            "not supported yet; give the records plate a known size, or one size per unit "
+            "(dpjax.records_plate(name, n, capacity) with n of shape (G,): the units are then the plate's)."
         )
     groups = jnp.asarray(groups)
     if groups.shape != (n,) or not jnp.issubdtype(groups.dtype, jnp.integer):
@@ -390,9 +409,9 @@ def privatized(
         raise ValueError(f"`mechanism` must be a dpjax Mechanism, got {type(mechanism).__name__}.")
     if not callable(statistic):
         raise ValueError("`statistic` must be a callable t(record) -> array.")
-    size = active = None
+    size = active = units = None
     if isinstance(plate, records_plate):
-        plate, size, active = plate.name, plate.num_records, plate.active
+        plate, size, active, units = plate.name, plate.num_records, plate.active, plate.units
     if not isinstance(plate, str):
         raise ValueError(f"`plate` must be the name of the records plate or a records_plate, got {plate!r}.")
     if not isinstance(records, Mapping) or not records:
@@ -401,7 +420,14 @@ def privatized(
     if None in sizes.values() or len(set(sizes.values())) != 1:
         raise ValueError(f"`records` values must share their leading (records) axis, got {sizes}.")
     n_records = next(iter(sizes.values()))
-    groups, num_groups = _check_groups(name, groups, num_groups, n_records, obs, active)
+    if units is not None:  # one size per unit: the release is per unit, its units the plate's
+        if groups is not None or num_groups is not None:
+            raise ValueError(
+                f"privatized site {name!r}: the records plate has one size per unit, so the release is one "
+                "total per unit of the plate (its `units`); drop `groups` and `num_groups`."
+            )
+        groups, num_groups = units, int(jnp.shape(size)[0])
+    groups, num_groups = _check_groups(name, groups, num_groups, n_records, obs, active, units is not None)
     if transform is not None and (active is not None or not callable(transform)):
         raise ValueError(
             f"privatized site {name!r}: `transform` must be a callable of the totals T, and is not supported "
@@ -621,10 +647,11 @@ def _size_site(tr, size):
     if name is None or tr[name]["is_observed"]:
         return None
     fn = tr[name]["fn"]
-    if not fn.support.is_discrete or jnp.ndim(size) != 0 or fn.event_shape or fn.batch_shape:
+    if not fn.support.is_discrete or fn.event_shape or fn.batch_shape != jnp.shape(size):
         raise ValueError(
-            f"Site {name!r} sizes the records plate, so it must be a scalar site with a discrete prior on "
-            f"whole numbers (e.g. dist.DiscreteUniform(1, capacity), dist.Poisson(rate)), got {fn}."
+            f"Site {name!r} sizes the records plate, so it must be a discrete prior on whole numbers "
+            f"(e.g. dist.DiscreteUniform(1, capacity), dist.Poisson(rate)), a scalar site or one size per "
+            f"unit in a plate of units (batch shape (G,), sizes independent given θ), got {fn}."
         )
     return name
 

@@ -65,3 +65,35 @@ def exact_unknown_n_normal(s_dp, n_dp, mech_s, mech_n, n_max, m0=2.0, v0=1.0, gr
     second = post_var + np.trapezoid(w * post_mean**2, t, axis=1) / mass
     pmf = np.concatenate([[0.0], mass / mass.sum()])
     return pmf, float(pmf[1:] @ first), float(pmf[1:] @ second)
+
+
+def exact_unit_sizes(s_dp, n_dp, mech_s, mech_n, capacity, a=2.0, b=2.0, log_prior_n=None, nodes=200):
+    """One unknown n per unit: p ~ Beta(a, b) shared by G units, n_g ~ Uniform{0..capacity} (or
+    ``log_prior_n``, (G, capacity + 1)), Bernoulli(p) records, a noisy count ``s_dp[g]`` and (unless
+    ``mech_n`` is None) a noisy size ``n_dp[g]`` per unit. Given p the units are independent, each
+    likelihood L_g(p) = Σ_n Σ_k p(n) η(n_dp_g − n) Bin(k; n, p) η(s_g − k) a polynomial in p, so
+    Gauss–Legendre quadrature in p with ``nodes`` nodes is exact.
+
+    Returns ``(E[p], E[p²], E[n_g] (G,), E[n_g²] (G,))``."""
+    from scipy import special, stats
+
+    u, weights = np.polynomial.legendre.leggauss(nodes)
+    p = (u + 1) / 2
+    log_w = np.log(weights) + stats.beta.logpdf(p, a, b)
+    n = np.arange(capacity + 1)
+    k = np.arange(capacity + 1)
+    log_binom = stats.binom.logpmf(k[None, :, None], n[:, None, None], p[None, None, :])  # (n, k, p)
+    per_n = []  # per unit: log Σ_k Bin(k; n, p) η(s − k) η(n_dp − n), shape (n, p)
+    prior = np.zeros((len(s_dp), capacity + 1)) if log_prior_n is None else np.asarray(log_prior_n, float)
+    for g, s in enumerate(np.asarray(s_dp, float)):
+        log_eta_k = np.asarray(mech_s.log_density(s, k.astype(float)), float)
+        log_n = prior[g].copy()
+        if mech_n is not None:
+            log_n += np.asarray(mech_n.log_density(float(n_dp[g]), n.astype(float)), float)
+        per_n.append(special.logsumexp(log_binom + log_eta_k[None, :, None], axis=1) + log_n[:, None])
+    log_units = [special.logsumexp(t, axis=0) for t in per_n]  # log L_g(p)
+    log_post = log_w + sum(log_units)
+    post = np.exp(log_post - special.logsumexp(log_post))
+    mean_n = np.array([post @ (np.exp(t - lu) * n[:, None]).sum(0) for t, lu in zip(per_n, log_units)])
+    second_n = np.array([post @ (np.exp(t - lu) * n[:, None] ** 2).sum(0) for t, lu in zip(per_n, log_units)])
+    return float(post @ p), float(post @ p**2), mean_n, second_n

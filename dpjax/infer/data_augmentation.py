@@ -245,6 +245,9 @@ class DataAugmentationKernel(PerChainKernel):
         self._check_model(tr)
         held = self._theta_update == "held"  # the moves would move the held θ
         self._num_moves = resolve_moves(self._noncentred, tr, spec, held=held, stacklevel=3)
+        if spec.size_units:  # one n per unit: the size step moves each unit's n alone
+            self._check_unit_sizes()
+            self._num_moves = 0
         self._num_warmup = num_warmup
         check_init_params(
             init_params, spec.supports, allowed=spec.theta + spec.latent_records + spec.size_sites
@@ -303,6 +306,21 @@ class DataAugmentationKernel(PerChainKernel):
             raise ValueError(
                 "ReversibleJumpKernel needs an unknown n: size the records with dpjax.records_plate(name, n, "
                 "capacity) where n is a latent sample site; with a known n use DataAugmentationKernel."
+            )
+
+    def _check_unit_sizes(self):
+        """What one n per unit does not support yet, refused before any draws."""
+        unsupported = {
+            "noncentred_moves": self._noncentred not in ("auto", 0),
+            "ridge_moves": bool(self._size.ridge_moves),
+            "record_update='soma'": self._record_update == "soma",
+        }
+        named = [k for k, v in unsupported.items() if v]
+        if named:
+            raise ValueError(
+                f"With one n per unit (a records_plate sized by {self._spec.size!r} of shape "
+                f"({self._spec.size_units},)) ReversibleJumpKernel moves each unit's n by size jumps and "
+                f"births/deaths; {', '.join(named)} is not supported there yet: leave it at its default."
             )
 
     def _check_model(self, tr):

@@ -27,6 +27,11 @@ class ReversibleJumpKernel(DataAugmentationKernel):
     moves and birth/death moves, each O(dim T) after one O(capacity) pass. n is in the draws (and in
     ArviZ). When to change which setting, with measured ESS: the cookbook's *An unknown n*.
 
+    With one n per unit (n of shape (G,) in a plate of units sizing the records plate, every release per
+    unit) each unit's n moves by its own size jumps and births/deaths, all units at once; the joint
+    (θ, n) moves, ridge moves and SOMA are not built for it yet (refused). See the cookbook's *A release
+    per unit*.
+
     :param size_moves: birth/death moves (n ± 1) per iteration, their fresh records from one model
         call whose records plate holds ``size_moves`` slots (build the records from the plate alone).
         Default 100.

@@ -197,7 +197,8 @@ def records_exchangeable(
     ``units``: the records' units (int, one per slot): the law need only be the same within each unit,
     and the records move along within their units."""
     if capacity is not None:
-        given = {**given, roles.size: jnp.asarray(capacity, jnp.result_type(given[roles.size]))}
+        n = given[roles.size]  # every slot read (one size per unit: every unit's)
+        given = {**given, roles.size: jnp.full(jnp.shape(n), capacity, jnp.result_type(n))}
     lp = slot_log_densities(model, roles, given, records, model_args, model_kwargs)
     if jnp.shape(lp)[0] < 2:
         return jnp.array(True)

@@ -161,8 +161,10 @@ class SizeResult(NamedTuple):
 
 
 def active_slots(spec: ModelSpec, n):
-    """Which slots of the records plate hold the database at size n."""
-    return jnp.arange(spec.size_bounds[1]) < n
+    """Which slots of the records plate hold the database at size n (one size per unit: unit g's first
+    n[g] slots of its ``capacity``, unit-major)."""
+    slots = jnp.arange(spec.size_bounds[1])
+    return slots < n if not spec.size_units else (slots[None, :] < n[:, None]).reshape(-1)
 
 
 def near_capacity(spec: ModelSpec, size: dict):
@@ -170,7 +172,7 @@ def near_capacity(spec: ModelSpec, size: dict):
     if not spec.size_sites:
         return jnp.array(False)
     capacity = spec.size_bounds[1]
-    return jnp.asarray(size[spec.size]) >= capacity - capacity // 100
+    return jnp.any(jnp.asarray(size[spec.size]) >= capacity - capacity // 100)  # any unit's
 
 
 def initial_jump_scale(spec: ModelSpec, tr, size: dict):
@@ -181,7 +183,9 @@ def initial_jump_scale(spec: ModelSpec, tr, size: dict):
     spread = jnp.sqrt(jnp.asarray(size[spec.size], jnp.result_type(float)))
     if spec.size_release is not None:
         mechanism = tr[spec.privatized[spec.size_release][0]]["infer"][INFER_KEY].mechanism
-        spread = jnp.sqrt(2.0) * jnp.max(jnp.asarray(mechanism.scale, spread.dtype))
+        scale = jnp.asarray(mechanism.scale, spread.dtype)  # one size per unit: each unit's (G,)
+        scale = scale if scale.shape == spread.shape else jnp.broadcast_to(jnp.max(scale), spread.shape)
+        spread = jnp.sqrt(2.0) * scale
     return jnp.clip(spread, 1.0, max(1.0, spec.size_bounds[1] / 4))
 
 
@@ -217,6 +221,13 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
             "> 0, not 0."
         )
     held_for = num_warmup // 2 if hold_size is None else hold_size
+    if spec.size_units:
+        if num_moves:
+            raise ValueError(
+                "With one n per unit the joint (θ, n) moves are not built yet: pass noncentred_moves=0 (or "
+                "'auto', which leaves them out)."
+            )
+        return _build_unit_kernel(model, spec, settings, held_for=held_for, num_warmup=num_warmup)
     site, (lower, capacity) = spec.size, spec.size_bounds
     kept = [i for i in range(len(spec.privatized)) if i != spec.size_release]
 
@@ -294,5 +305,97 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
             return jnp.concatenate([jnp.ravel(jnp.sum(t[i], 0)) for i in kept])
 
         return statistic
+
+    return kernel
+
+
+def _log_prior_table(model, spec: ModelSpec, given, records, model_args, model_kwargs):
+    """``(G, capacity + 2)``: log p(n_g = m | θ) for every unit g and every m in 0 … capacity + 1 (−inf
+    outside the support; capacity + 1 tells a birth refused at the capacity that the prior allows), from
+    the size site's elementwise log density (the units' sizes are independent given θ: the site's batch
+    shape is (G,)). O(G · capacity), as one record pass."""
+    model = handlers.condition(model, data={**given, **records})
+    size_fn = handlers.trace(model).get_trace(*model_args, **model_kwargs)[spec.size]["fn"]
+    n = given[spec.size]
+    values = spec.size_bounds[1] + 2
+    m = jnp.broadcast_to(jnp.arange(values, dtype=n.dtype)[:, None], (values,) + n.shape)
+    return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf).T
+
+
+def _build_unit_kernel(model, spec: ModelSpec, settings: SizeSettings, *, held_for: int, num_warmup: int):
+    """The size step with one n per unit (n of shape (G,), unit g's records in its own ``capacity``
+    slots, every release per unit): each unit's size jumps and births/deaths, all units at once
+    (``vmap`` over units). Exact: given θ the units' sizes, records and releases are independent, so
+    the moves of one unit leave every other unit's terms unchanged; each unit's moves are those of
+    :func:`~dpjax.infer.birth_death.size_jumps` and :func:`~dpjax.infer.birth_death.birth_death` on
+    its own slots, residuals and log p(n_g | θ)."""
+    size_moves, num_jumps = settings.size_moves, settings.size_jumps
+    site, (lower, capacity), num_units = spec.size, spec.size_bounds, spec.size_units
+    rows = lambda x: x.reshape((num_units, -1) + x.shape[1:])  # slots → (unit, slot in unit)
+    flat = lambda x: x.reshape((-1,) + x.shape[2:])
+    units = jnp.arange(num_units)
+
+    def for_unit(densities, unit, prior):
+        """A unit's log η of its residual rows and its log p(n_g) (a row of the table)."""
+        return [partial(d, unit=unit) for d in densities], lambda m: prior[jnp.clip(m, 0, capacity + 1)]
+
+    def kernel(
+        rng_key, key_moves, iteration, theta, n, records, proposals, t_now, t_fresh, residuals, log_eta,
+        densities, releases, public, infos, nc, nc_accept_rate, jump_scale, model_args, model_kwargs,
+    ):  # fmt: skip
+        enabled = iteration >= held_for  # n held at its start while the sweep and θ fit the release
+        table = _log_prior_table(model, spec, {**theta, site: n}, records, model_args, model_kwargs)
+        active = active_slots(spec, n)
+        records = {k: where_records(active, v, proposals[k]) for k, v in records.items()}
+        jump_rate = jnp.array(jnp.nan)
+        if num_jumps:  # 1. the size jumps, each unit's slots ≥ n[g] holding the sweep's unused proposals
+            rng_key, key_jumps = random.split(rng_key)
+            t_buffer = tuple(where_records(active, a, b) for a, b in zip(t_now, t_fresh))
+
+            def unit_jumps(key, n, t_buffer, residuals, scale, unit, prior):
+                log_noise, log_prior = for_unit(densities, unit, prior)
+                return size_jumps(
+                    key, n, t_buffer, residuals, log_noise, log_prior,
+                    scale=scale, num_jumps=num_jumps, lower=lower, enabled=enabled,
+                )  # fmt: skip
+
+            keys = random.split(key_jumps, num_units)
+            jump = jax.vmap(unit_jumps)(
+                keys, n, tuple(map(rows, t_buffer)), residuals, jump_scale, units, table
+            )
+            adapting = enabled & (iteration < num_warmup)
+            gain = (iteration - held_for + 1.0) ** -0.6
+            step = jnp.where(adapting, gain * (jnp.nan_to_num(jump.accept_rate) - JUMP_ACCEPT), 0.0)
+            jump_scale = jnp.clip(jump_scale * jnp.exp(step), 0.5, float(capacity))  # each unit's own
+            n, residuals, jump_rate = jump.size, jump.residuals, jnp.mean(jump.accept_rate)
+            t_now = tuple(masked(t, active_slots(spec, n)) for t in t_buffer)
+        # 2. births and deaths, K fresh records per unit from one model call whose plate holds K per unit
+        rng_key, key_births, key_bd = random.split(rng_key, 3)
+        given = {**theta, site: n}
+        with allow_overflow(capacity=size_moves):
+            births = draw_records(model, spec.latent_records, key_births, given, model_args, model_kwargs)
+        t_births = per_record(infos, births)
+
+        def unit_births(key, n, records, t_records, residuals, births, t_births, unit, prior):
+            log_noise, log_prior = for_unit(densities, unit, prior)
+            return birth_death(
+                key, n, records, t_records, residuals, births, t_births, log_noise, log_prior,
+                lower=lower, enabled=enabled,
+            )  # fmt: skip
+
+        bd = jax.vmap(unit_births)(
+            random.split(key_bd, num_units), n, jax.tree.map(rows, records), tuple(map(rows, t_now)),
+            residuals, jax.tree.map(rows, births), tuple(map(rows, t_births)), units, table,
+        )  # fmt: skip
+        info = SizeInfo(
+            jump_rate,
+            jnp.nanmean(bd.birth_accept_rate),
+            jnp.nanmean(bd.death_accept_rate),
+            jnp.sum(bd.blocked),
+            nc_accept_rate,
+        )
+        records = jax.tree.map(flat, bd.records)
+        log_density = jnp.sum(bd.log_density)
+        return SizeResult(theta, bd.size, records, bd.residuals, log_density, nc, jump_scale, rng_key, info)
 
     return kernel

@@ -57,7 +57,9 @@ class ModelSpec(NamedTuple):
     - **discrete_records** – every latent record site is discrete (a proposal can repeat its record).
     - **size** – the latent site sizing a :class:`~dpjax.records_plate` (an unknown n), else None;
       **size_bounds** – (its lowest value, the plate's capacity); **size_release** – the index in
-      ``privatized`` of a noisy n (a release whose statistic counts records), else None.
+      ``privatized`` of a noisy n (a release whose statistic counts records), else None;
+      **size_units** – G where n is one size per unit (shape (G,); ``size_bounds`` then hold per unit),
+      else 0.
     """
 
     privatized: tuple
@@ -70,6 +72,7 @@ class ModelSpec(NamedTuple):
     size: str | None = None
     size_bounds: tuple[int, int] = (0, 0)
     size_release: int | None = None
+    size_units: int = 0
 
     @property
     def size_sites(self) -> tuple[str, ...]:
@@ -103,10 +106,11 @@ def model_spec(tr) -> ModelSpec:
     if roles.size is None:
         return spec
     size = roles.size
-    capacity = int(roles.privatized[0][1].active.shape[0])
+    units = int(np.size(tr[size]["value"])) if np.ndim(tr[size]["value"]) else 0
+    capacity = int(roles.privatized[0][1].active.shape[0]) // max(units, 1)  # slots per unit
     support = tr[size]["fn"].support
     lower = getattr(support, "lower_bound", 0)
-    lower = int(lower) if concrete(lower) else 0
+    lower = int(np.min(lower)) if concrete(lower) else 0
     if lower < 0:
         raise ValueError(
             f"The prior of {size!r}, the number of records, has support from {lower}: a size cannot be "
@@ -125,6 +129,7 @@ def model_spec(tr) -> ModelSpec:
         size=size,
         size_bounds=(lower, capacity),
         size_release=counted[-1] if counted else None,
+        size_units=units,
     )
 
 
