@@ -218,3 +218,32 @@ def test_exact_abc_matches_the_exact_posterior_per_unit():
     n = np.asarray(result.samples["n"], float)
     for g in range(2):
         assert abs(n[:, g].mean() - n1[g]) < 4 * n[:, g].std() / np.sqrt(4000)
+
+
+def test_mcem_finds_the_exact_mle_with_one_n_per_unit():
+    """mcem(e_step="mcmc") imputes each unit's n with its records (the reversible-jump chain); the MLE
+    of p by the exact log-likelihood on a fine grid (the prior of n is part of the model)."""
+    from scipy import special, stats
+    from test_mcem_mcmc import assert_mle
+
+    p = np.linspace(1e-4, 1 - 1e-4, 20_001)
+    n = k = np.arange(CAP + 1)
+    log_binom = stats.binom.logpmf(k[None, :, None], n[:, None, None], p[None, None, :])
+    loglik = 0.0
+    for s, m in zip(S_DP, N_DP):
+        log_k = np.asarray(LAPLACE.log_density(s, k.astype(float)), float)[None, :, None]
+        log_n = np.asarray(LAPLACE.log_density(m, n.astype(float)), float)[:, None]
+        loglik = loglik + special.logsumexp(special.logsumexp(log_binom + log_k, axis=1) + log_n, axis=0)
+    mle = float(p[np.argmax(loglik)])
+
+    def m_step(recs, w):  # p = the weighted share of ones among the active records
+        active = (jnp.arange(CAP)[None, None, :] < recs["n"][..., None]).reshape(recs["n"].shape[0], -1)
+        ones = jnp.sum(jnp.where(active, recs["x"], 0), 1)
+        return {"p": (w @ ones) / (w @ jnp.sum(recs["n"], 1))}
+
+    out = dpjax.infer.mcem(
+        jax.random.key(0), blocks, {"p": 0.5}, S_DP, N_DP, e_step="mcmc", m_step=m_step,
+        num_particles=(2_000,), tolerances=(0.01,), progress_bar=False,
+    )  # fmt: skip
+    assert_mle(out, {"p": mle})
+    assert abs(mle - 0.5) > 0.03  # not its start
