@@ -180,12 +180,14 @@ def record_statistics(statistic, records):
     return out.astype(jnp.result_type(float))
 
 
-def _check_release(name, mechanism, per_record, total, obs):
+def _check_release(name, mechanism, per_record, total, obs, groups=None, num_groups=None):
     """Host-side checks of a concrete release and statistic that would otherwise give a silently
     wrong posterior: non-integer values for an integer mechanism, magnitudes the working float type
     cannot carry at the mechanism's noise scale, and noise scales outside its range. The checks that
     need the noise scale are skipped when the mechanism's parameters are traced (e.g. a mechanism
-    built inside ``jax.vmap`` over a grid of ε): only the concrete release and statistic are checked."""
+    built inside ``jax.vmap`` over a grid of ε): only the concrete release and statistic are checked.
+    With ``groups`` (a release per unit) the sums are each unit's: what a unit's total and its record
+    updates carry."""
     dtype = np.dtype(total.dtype)
     known_scale = concrete(mechanism, mechanism.scale)
     exact = isinstance(mechanism, IntegerMechanism)
@@ -205,7 +207,12 @@ def _check_release(name, mechanism, per_record, total, obs):
     # the noise. The same rule in both widths: float64 only moves the limits.
     integers = all(np.all(v == np.round(v)) for v in (t, *values.values()))
     release = np.abs(values.get("the release `obs`", 0.0))
-    total_size = np.sum(np.abs(t), axis=0) if integers else np.abs(np.sum(t, axis=0))
+    if groups is not None:  # each unit's partial sums
+        by_unit = np.zeros((num_groups,) + t.shape[1:])
+        np.add.at(by_unit, np.asarray(groups), np.abs(t) if integers else t)
+        total_size = np.abs(by_unit)
+    else:
+        total_size = np.sum(np.abs(t), axis=0) if integers else np.abs(np.sum(t, axis=0))
     magnitude = float(max(np.max(total_size, initial=0.0), np.max(release, initial=0.0)))
     if np.issubdtype(dtype, np.floating) and magnitude > 0:
         spacing = float(np.spacing(dtype.type(magnitude)))
@@ -485,7 +492,9 @@ def privatized(
     if concrete(per_record, raw_obs):
         # check the value as given, before float32 rounding can hide a non-integer or a too-large release
         per_value = per_record if transform is None else total[None]  # the released value's own scale
-        _check_release(name, mechanism, per_value, total, None if raw_obs is None else np.asarray(raw_obs))
+        release = None if raw_obs is None else np.asarray(raw_obs)
+        units = (groups, num_groups) if transform is None and concrete(groups) else (None, None)
+        _check_release(name, mechanism, per_value, total, release, *units)
     if _PYRO_STACK:
         _check_gradient_sampler(name, tuple(records), plate)
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})

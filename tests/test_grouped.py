@@ -310,3 +310,22 @@ def test_units_shift_the_exchangeability_check_within_units():
     records = {"x": jnp.arange(len(H_UNITS)) % 3}  # differ along the plate, so the check can see λ_g
     args = (county, spec, given, records, None, (units, jnp.asarray(H_RELEASE)), {})
     assert not bool(records_exchangeable(*args)) and bool(records_exchangeable(*args, units))
+
+
+def test_the_float32_magnitude_rule_reads_each_units_total():
+    """140 000 records of ones in 14 000 units of 10: each unit's total is 10, which float32 carries
+    exactly (the sweep moves each unit's total alone); the same records released as one total of 140 000
+    need a spacing float32 lacks there (0.016 against 1/100 of the noise scale 1), and are refused."""
+    n, units = 140_000, 14_000
+
+    def model(groups, s=None):
+        p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+        with numpyro.plate("people", n):
+            x = numpyro.sample("x", dist.Bernoulli(p))
+        dpjax.privatized("counts", LAPLACE, lambda r: r["x"], {"x": x}, plate="people", obs=s, groups=groups)
+
+    conditioned = numpyro.handlers.condition(model, data={"x": jnp.ones(n, int), "p": 0.5})
+    run = lambda *args: numpyro.handlers.seed(conditioned, 0)(*args)
+    run(jnp.arange(n) % units, jnp.full(units, 10.3))  # accepted
+    with pytest.raises(ValueError, match="float32"):
+        run(None, jnp.array(140_000.3))
