@@ -151,3 +151,17 @@ def test_bad_arguments(kwargs, match):
     init = args.pop("init_params")
     with pytest.raises(ValueError, match=match):
         stochastic_em(jax.random.key(0), known_model, init, 12.3, progress_bar=False, **args)
+
+
+def test_a_chain_absorbed_after_the_burn_in_is_found():
+    """One chain of four reaches p = 1 two thirds of the way through the kept iterations and stays (the
+    boundary absorbs): its iterates would pull θ̂ towards 1 (0.64 against the MLE 0.54 in the case that
+    showed it, one n per unit), so it counts as absorbed; a chain that touches no boundary does not."""
+    from dpjax.infer.stochastic_em import _absorbed
+
+    rng = np.random.default_rng(0)
+    draws = np.clip(0.54 + 0.05 * rng.standard_normal((4, 2100)), 0.01, 0.99)
+    supports = {"p": dist.Beta(1.0, 1.0).support}
+    assert _absorbed({"p": draws}, supports) == {}
+    draws[1, 1400:] = 1.0
+    assert _absorbed({"p": draws}, supports) == {"p": [1.0]}

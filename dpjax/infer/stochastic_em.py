@@ -169,10 +169,11 @@ def stochastic_em(
         params.update({k: jnp.full_like(params[k], jnp.nan) for k in absorbed})
         where = "; ".join(f"{k} = {v}" for k, v in absorbed.items())
         warnings.warn(
-            f"stochastic_em: chains were absorbed on the boundary of θ's support ({where} in every kept "
-            "iteration): there the records drawn from f(· | θ) give back the same θ (e.g. p = 0 once every "
-            "record is 0), so the iterates have no stationary law around the MLE, and θ̂ is NaN for these "
-            "sites. Use dpjax.infer.mcem, whose E-step weighs the records given the release.",
+            f"stochastic_em: chains were absorbed on the boundary of θ's support ({where} from some "
+            "iteration to the end of the run): there the records drawn from f(· | θ) give back the same "
+            "θ (e.g. p = 0 once every record is 0), so the iterates have no stationary law around the MLE, "
+            "and θ̂ is NaN for these sites. Use dpjax.infer.mcem, whose E-step weighs the records given the "
+            "release.",
             UserWarning,
             stacklevel=2,
         )
@@ -193,16 +194,21 @@ def stochastic_em(
 
 def _absorbed(samples, supports) -> dict:
     """``{site: value}`` of the θ sites whose iterates sit, in some chain, on the boundary of their
-    support for every kept iteration (unconstrained value ±inf: p = 0 or 1, a rate 0)."""
+    support (unconstrained value ±inf: p = 0 or 1, a rate 0) over the last tenth of the kept iterations:
+    the boundary absorbs (records drawn from f(· | θ) there give back the same θ), so a chain found there
+    at the end has stayed since it arrived, perhaps after the burn-in."""
     out = {}
     for k, support in supports.items():
         if support.is_discrete:
             continue
         draws = np.asarray(samples[k], np.float64)
         edge = ~np.isfinite(np.asarray(biject_to(support).inv(jnp.asarray(samples[k]))))
-        stuck = np.all(edge.reshape(edge.shape[:2] + (-1,)), axis=1)  # (chains, entries)
+        tail = max(1, edge.shape[1] // 10)
+        stuck = np.all(edge[:, -tail:].reshape((edge.shape[0], tail, -1)), axis=1)  # (chains, entries)
         if stuck.any():
-            out[k] = np.unique(draws.reshape(stuck.shape[:1] + (-1,) + stuck.shape[1:])[:, 0][stuck]).tolist()
+            out[k] = np.unique(
+                draws.reshape(stuck.shape[:1] + (-1,) + stuck.shape[1:])[:, -1][stuck]
+            ).tolist()
     return out
 
 
