@@ -2,8 +2,9 @@
 units G at fixed n, next to the one-hot form a user writes without ``groups`` (one release of a G-vector,
 t(x) = x·e_g, where every update reads all G entries: O(G) per update, O(nG) per sweep).
 
-Both are the sweep alone (``record_sweep``, compiled, one chain, statistics precomputed, Laplace counts),
-so the columns differ only in how a record's update reaches its unit's total.
+Both are the sweep alone (``record_sweep``, compiled, one chain, statistics precomputed, Laplace counts,
+the accept decisions used as the engines use them), so the columns differ only in how a record's update
+reaches its unit's total.
 """
 
 import argparse
@@ -36,11 +37,12 @@ def sweep_ns(n, units, grouped, sweeps):
         return mech.log_noise_density(r)
 
     def run(key, t_old, t_new, groups):  # the arrays as arguments: XLA would fold constants for minutes
-        def body(i, res):
+        def body(i, carry):  # the accept decisions are used, as the engines use them (which records move)
+            res, moved = carry
             out = record_sweep(jax.random.fold_in(key, i), (t_old,), (t_new,), res, (density,), groups=groups)
-            return out.residuals
+            return out.residuals, moved + jnp.sum(out.accepted)
 
-        return jax.lax.fori_loop(0, sweeps, body, (residual,))
+        return jax.lax.fori_loop(0, sweeps, body, ((residual,), jnp.zeros((), jnp.int32)))
 
     return 1e9 * best_time(jax.jit(run), jax.random.key(1), t_old, t_new, groups) / (sweeps * n)
 

@@ -122,22 +122,27 @@ def record_sweep(
     grouped = groups is not None and any(g is not None for g in groups)
 
     def grouped_step(carry, xs):
-        # each site's change of log η from its own rows: unit g's row for a grouped site, all of it else
-        res, logp = carry
-        delta, log_u, units = xs
-        rows, rows_star, log_alpha = [], [], 0.0
-        for f, r, d, g in zip(log_noise, res, delta, units):
-            row = r if g is None else lax.dynamic_index_in_dim(r, g, keepdims=False)
-            rows.append(row)
-            rows_star.append(row + d)
+        # each site's change of log η from its own rows: unit g's row for a grouped site, all of it else.
+        # A grouped site's row of this record's unit comes in the carry, read at the end of the last step
+        # from the residual it wrote: the only read of the whole residual follows its write, so XLA
+        # updates it in place (read here, before the write, the accept decision's fusion would read it
+        # too, and XLA would copy its G rows at every step: O(G) per record update)
+        res, logp, carried = carry
+        delta, log_u, units, following = xs
+        rows = [r if g is None else row for r, row, g in zip(res, carried, units)]
+        log_alpha = 0.0
+        for f, row, d, g in zip(log_noise, rows, delta, units):
             density = f if g is None else (lambda x, f=f, g=g: f(x, g))  # the unit's own parameters
             log_alpha = log_alpha + jnp.sum(density(row + d)) - jnp.sum(density(row))
         accept = log_u < log_alpha
-        new = []
-        for r, row, star, g in zip(res, rows, rows_star, units):
-            kept = jnp.where(accept, star, row)
-            new.append(kept if g is None else lax.dynamic_update_index_in_dim(r, kept, g, 0))
-        return (tuple(new), logp + jnp.where(accept, log_alpha, 0.0)), (accept, log_alpha)
+        new, following_rows = [], []
+        for r, row, d, g, h in zip(res, rows, delta, units, following):
+            kept = jnp.where(accept, row + d, row)
+            r = kept if g is None else lax.dynamic_update_index_in_dim(r, kept, g, 0)
+            new.append(r)
+            following_rows.append(r if h is None else lax.dynamic_index_in_dim(r, h, keepdims=False))
+        carry = (tuple(new), logp + jnp.where(accept, log_alpha, 0.0), tuple(following_rows))
+        return carry, (accept, log_alpha)
 
     def step(carry, xs):
         res, logp = carry
@@ -152,8 +157,10 @@ def record_sweep(
     log_u = jnp.log(uniform(rng_key, (n,)))
     init = (residuals, log_eta(residuals))
     if grouped:
-        xs = (deltas, log_u, tuple(groups))
-        (residuals, _), (accepted, log_alpha) = lax.scan(grouped_step, init, xs, unroll=unroll)
+        following = tuple(None if g is None else jnp.roll(g, -1) for g in groups)  # the next record's unit
+        first = tuple(r if g is None else r[g[0]] for r, g in zip(residuals, groups))
+        xs = (deltas, log_u, tuple(groups), following)
+        (residuals, _, _), (accepted, log_alpha) = lax.scan(grouped_step, init + (first,), xs, unroll=unroll)
         logp = log_eta(residuals)  # afresh: the carried sum of changes would drift in float32
     else:
         (residuals, logp), (accepted, log_alpha) = lax.scan(step, init, (deltas, log_u), unroll=unroll)
