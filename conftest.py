@@ -127,6 +127,7 @@ SLOW_TESTS = (
     "tests/test_mcem_mcmc.py::test_unknown_n_mle_of_p_and_poisson_rate_and_information",
     "tests/test_mcem_mcmc.py::test_em_rate_is_the_derivative_of_the_exact_em_map",
     "tests/test_unit_sizes.py::test_mcem_finds_the_exact_mle_with_one_n_per_unit",
+    "tests/test_unit_sizes.py::test_pseudo_marginal_abc_matches_the_exact_posterior_with_one_n_per_unit",
     "tests/test_mcem.py::test_normal_mean_mle_and_information_with_optax_m_step",
     "tests/test_abc.py::test_poisson_gamma_laplace_exact_posterior",
     "tests/test_abc.py::test_vectorized_path_gives_the_exact_posterior[poisson]",

@@ -247,3 +247,11 @@ def test_mcem_finds_the_exact_mle_with_one_n_per_unit():
     )  # fmt: skip
     assert_mle(out, {"p": mle})
     assert abs(mle - 0.5) > 0.03  # not its start
+
+
+def test_pseudo_marginal_abc_matches_the_exact_posterior_with_one_n_per_unit():
+    """PseudoMarginalABC simulates each unit's n and records from the model at each proposed p."""
+    kernel = dpjax.infer.PseudoMarginalABC(blocks, num_simulations=200)
+    draws = run(kernel, S_DP, N_DP, num_samples=2000, seed=5)
+    m1, m2, _, _ = exact_unit_sizes(S_DP, N_DP, LAPLACE, LAPLACE, CAP)
+    assert mcse_z_test(draws["p"], m1) and mcse_z_test(np.asarray(draws["p"]) ** 2, m2)
