@@ -34,7 +34,7 @@ class ReversibleJumpKernel(DataAugmentationKernel):
 
     :param size_moves: birth/death moves (n ± 1) per iteration, their fresh records from one model
         call whose records plate holds ``size_moves`` slots (build the records from the plate alone).
-        Default 100.
+        Default 100. With one n per unit: per unit (and ``size_jumps`` too).
     :param size_jumps: moves of n by ±max(1, round(σ|z|)) records per iteration, σ adapted in warmup
         (towards acceptance 0.44; extra fields ``jump_accept_rate``, ``jump_scale``). Default 10; 0: none.
     :param noncentred_moves: random-walk moves of θ and n together with the records held as noise
