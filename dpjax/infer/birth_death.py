@@ -92,12 +92,13 @@ def birth_death(
         return lax.dynamic_index_in_dim(buffer, i, keepdims=False)
 
     def step(carry, xs):
-        n, stack, height, res, logp, blocked = carry
+        # ``top``: the stack's top entry, carried (read after the last step's write) so that the only read
+        # of the stack follows its write and XLA updates it in place, not copying its K entries per move
+        n, stack, height, res, logp, blocked, top = carry
         k, u, log_ui = xs
         birth = (n <= lower) | (u < 0.5)
         full = birth & (n >= capacity)
         # the last record: this call's latest surviving birth, or the untouched slot n − 1
-        top = row(stack, jnp.maximum(height - 1, 0))
         t_last = tuple(
             jnp.where(height > 0, row(tb, top), row(t, jnp.maximum(n - 1, 0)))
             for tb, t in zip(t_births, t_records)
@@ -120,6 +121,7 @@ def birth_death(
         push, pop = accept & birth, accept & ~birth & (height > 0)
         stack = lax.dynamic_update_index_in_dim(stack, k, height, 0)  # above the top unless pushed
         height = height + push.astype(height.dtype) - pop.astype(height.dtype)
+        top = row(stack, jnp.maximum(height - 1, 0))
         res = tuple(jnp.where(accept, a, b) for a, b in zip(res_star, res))
         alpha = jnp.exp(jnp.minimum(log_alpha, 0.0))
         carry = (
@@ -129,13 +131,14 @@ def birth_death(
             res,
             jnp.where(accept, logp_star, logp),
             blocked,
+            top,
         )
         return carry, (birth, alpha)
 
     zero = jnp.zeros((), jnp.int32)
-    init = (size, jnp.zeros(num_moves, jnp.int32), zero, tuple(residuals), log_eta(residuals), zero)
+    init = (size, jnp.zeros(num_moves, jnp.int32), zero, tuple(residuals), log_eta(residuals), zero, zero)
     xs = (jnp.arange(num_moves, dtype=jnp.int32), u_dir, log_u)
-    (size, stack, height, residuals, logp, blocked), (birth, alpha) = lax.scan(step, init, xs)
+    (size, stack, height, residuals, logp, blocked, _), (birth, alpha) = lax.scan(step, init, xs)
     # the births still on the stack fill slots n − height … n − 1, in order
     slots = jnp.where(jnp.arange(num_moves) < height, size - height + jnp.arange(num_moves), capacity)
     records = {k: b.at[slots].set(births[k][stack], mode="drop") for k, b in records.items()}
