@@ -324,14 +324,14 @@ def _check_gradient_sampler(name, record_sites, plate):
     )
 
 
-def _check_groups(name, groups, num_groups, n, obs, active, sized_per_unit=False):
+def _check_groups(name, groups, num_groups, n, obs, active):
     """``(groups, G)`` of a grouped release, checked (``ValueError`` naming the argument), or ``(None,
     None)``."""
     if groups is None:
         if num_groups is not None:
             raise ValueError(f"privatized site {name!r}: `num_groups` without `groups`.")
         return None, None
-    if active is not None and not sized_per_unit:
+    if active is not None:
         raise ValueError(
             f"privatized site {name!r}: a release per unit (`groups`) with one unknown n for all units is "
             "not supported yet; give the records plate a known size, or one size per unit "
@@ -416,9 +416,10 @@ def privatized(
         raise ValueError(f"`mechanism` must be a dpjax Mechanism, got {type(mechanism).__name__}.")
     if not callable(statistic):
         raise ValueError("`statistic` must be a callable t(record) -> array.")
-    size = active = units = None
+    size = active = units = num_units = None
     if isinstance(plate, records_plate):
-        plate, size, active, units = plate.name, plate.num_records, plate.active, plate.units
+        units, num_units = plate.units, plate.num_units
+        plate, size, active = plate.name, plate.num_records, plate.active
     if not isinstance(plate, str):
         raise ValueError(f"`plate` must be the name of the records plate or a records_plate, got {plate!r}.")
     if not isinstance(records, Mapping) or not records:
@@ -433,8 +434,9 @@ def privatized(
                 f"privatized site {name!r}: the records plate has one size per unit, so the release is one "
                 "total per unit of the plate (its `units`); drop `groups` and `num_groups`."
             )
-        groups, num_groups = units, int(jnp.shape(size)[0])
-    groups, num_groups = _check_groups(name, groups, num_groups, n_records, obs, active, units is not None)
+        groups, num_groups = units, num_units
+    unknown_total = active if units is None else None  # one unknown n for all units: refused there
+    groups, num_groups = _check_groups(name, groups, num_groups, n_records, obs, unknown_total)
     if transform is not None and (active is not None or not callable(transform)):
         raise ValueError(
             f"privatized site {name!r}: `transform` must be a callable of the totals T, and is not supported "
@@ -493,8 +495,8 @@ def privatized(
         # check the value as given, before float32 rounding can hide a non-integer or a too-large release
         per_value = per_record if transform is None else total[None]  # the released value's own scale
         release = None if raw_obs is None else np.asarray(raw_obs)
-        units = (groups, num_groups) if transform is None and concrete(groups) else (None, None)
-        _check_release(name, mechanism, per_value, total, release, *units)
+        per_unit = (groups, num_groups) if transform is None and concrete(groups) else (None, None)
+        _check_release(name, mechanism, per_value, total, release, *per_unit)
     if _PYRO_STACK:
         _check_gradient_sampler(name, tuple(records), plate)
     return numpyro.sample(name, mechanism(total), obs=obs, infer={INFER_KEY: info})

@@ -244,10 +244,9 @@ class DataAugmentationKernel(PerChainKernel):
             check_exchangeable(self._model, tr, spec, capacity, model_args, model_kwargs, why=why)
         self._check_model(tr)
         held = self._theta_update == "held"  # the moves would move the held θ
-        self._num_moves = resolve_moves(self._noncentred, tr, spec, held=held, stacklevel=3)
-        if spec.size_units:  # one n per unit: the size step moves each unit's n alone
-            self._check_unit_sizes()
-            self._num_moves = 0
+        # one n per unit: no joint (θ, n) moves (the size step moves each unit's n alone)
+        moves = 0 if spec.size_units else resolve_moves(self._noncentred, tr, spec, held=held, stacklevel=3)
+        self._num_moves = moves
         self._num_warmup = num_warmup
         check_init_params(
             init_params, spec.supports, allowed=spec.theta + spec.latent_records + spec.size_sites
@@ -308,25 +307,11 @@ class DataAugmentationKernel(PerChainKernel):
                 "capacity) where n is a latent sample site; with a known n use DataAugmentationKernel."
             )
 
-    def _check_unit_sizes(self):
-        """What one n per unit does not support yet, refused before any draws."""
-        unsupported = {
-            "noncentred_moves": self._noncentred not in ("auto", 0),
-            "ridge_moves": bool(self._size.ridge_moves),
-            "record_update='soma'": self._record_update == "soma",
-        }
-        named = [k for k, v in unsupported.items() if v]
-        if named:
-            raise ValueError(
-                f"With one n per unit (a records_plate sized by {self._spec.size!r} of shape "
-                f"({self._spec.size_units},)) ReversibleJumpKernel moves each unit's n by size jumps and "
-                f"births/deaths; {', '.join(named)} is not supported there yet: leave it at its default."
-            )
-
     def _check_model(self, tr):
         """Host-side checks that would otherwise give silently wrong draws."""
         theta_block.check_model(tr, self._spec, inner=self._inner, update=self._theta_update)
         if self._size:
+            size_step.check_unit_sizes(self._spec, self._size, self._noncentred, self._record_update)
             size_step.check_ridge(tr, self._spec, self._size.ridge_moves)
 
     def _init_nc(self, theta):

@@ -129,7 +129,7 @@ def record_sweep(
         # too, and XLA would copy its G rows at every step: O(G) per record update)
         res, logp, carried = carry
         delta, log_u, units, following = xs
-        rows = [r if g is None else row for r, row, g in zip(res, carried, units)]
+        rows = [r if g is None else row for r, row, g in zip(res, carried, units)]  # row None: ungrouped
         log_alpha = 0.0
         for f, row, d, g in zip(log_noise, rows, delta, units):
             density = f if g is None else (lambda x, f=f, g=g: f(x, g))  # the unit's own parameters
@@ -140,7 +140,7 @@ def record_sweep(
             kept = jnp.where(accept, row + d, row)
             r = kept if g is None else lax.dynamic_update_index_in_dim(r, kept, g, 0)
             new.append(r)
-            following_rows.append(r if h is None else lax.dynamic_index_in_dim(r, h, keepdims=False))
+            following_rows.append(None if h is None else lax.dynamic_index_in_dim(r, h, keepdims=False))
         carry = (tuple(new), logp + jnp.where(accept, log_alpha, 0.0), tuple(following_rows))
         return carry, (accept, log_alpha)
 
@@ -158,7 +158,7 @@ def record_sweep(
     init = (residuals, log_eta(residuals))
     if grouped:
         following = tuple(None if g is None else jnp.roll(g, -1) for g in groups)  # the next record's unit
-        first = tuple(r if g is None else r[g[0]] for r, g in zip(residuals, groups))
+        first = tuple(None if g is None else r[g[0]] for r, g in zip(residuals, groups))
         xs = (deltas, log_u, tuple(groups), following)
         (residuals, _, _), (accepted, log_alpha) = lax.scan(grouped_step, init + (first,), xs, unroll=unroll)
         logp = log_eta(residuals)  # afresh: the carried sum of changes would drift in float32

@@ -44,6 +44,7 @@ __all__ = [
     "active_slots",
     "build_kernel",
     "check_ridge",
+    "check_unit_sizes",
     "initial_jump_scale",
     "near_capacity",
     "size_settings",
@@ -108,6 +109,25 @@ def warn_when_blocked(blocked, capacity):
         lambda b: None,
         blocked,
     )
+
+
+def check_unit_sizes(spec: ModelSpec, settings: SizeSettings, noncentred_moves, record_update: str):
+    """What one n per unit does not support yet, refused on the host before any draws: the joint (θ, n)
+    moves (``noncentred_moves`` other than 'auto' or 0), ridge moves and SOMA."""
+    if not spec.size_units:
+        return
+    unsupported = {
+        "noncentred_moves": noncentred_moves not in ("auto", 0),
+        "ridge_moves": bool(settings.ridge_moves),
+        "record_update='soma'": record_update == "soma",
+    }
+    named = [k for k, v in unsupported.items() if v]
+    if named:
+        raise ValueError(
+            f"With one n per unit (a records_plate sized by {spec.size!r} of shape ({spec.size_units},)) "
+            "ReversibleJumpKernel moves each unit's n by size jumps and births/deaths; "
+            f"{', '.join(named)} is not supported there yet: leave it at its default."
+        )
 
 
 def check_ridge(tr, spec: ModelSpec, ridge_moves: int):
@@ -221,12 +241,7 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
             "> 0, not 0."
         )
     held_for = num_warmup // 2 if hold_size is None else hold_size
-    if spec.size_units:
-        if num_moves:
-            raise ValueError(
-                "With one n per unit the joint (θ, n) moves are not built yet: pass noncentred_moves=0 (or "
-                "'auto', which leaves them out)."
-            )
+    if spec.size_units:  # no joint (θ, n) moves there (check_unit_sizes): num_moves is 0
         return _build_unit_kernel(model, spec, settings, held_for=held_for, num_warmup=num_warmup)
     site, (lower, capacity) = spec.size, spec.size_bounds
     kept = [i for i in range(len(spec.privatized)) if i != spec.size_release]
