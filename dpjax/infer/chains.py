@@ -268,8 +268,15 @@ SLOW_RHAT = 1.2
 SLOW_MIN_WARMUP = 100
 
 
+# After warmup, over the draws kept so far (≥ 2 vectorized chains): R̂ above this, or an ESS (all chains
+# together) below that, and a θ site mixes too slowly for its summary to be trusted (Vehtari et al. 2021
+# ask R̂ < 1.01 and ESS > 100 per chain of rank-normalised split R̂; these are looser, for a warning).
+POOR_RHAT, POOR_ESS = 1.05, 100
+
+
 class SlowMixingWarning(UserWarning):
-    """The chains disagree about a θ site at the end of warmup: the sampler mixes slowly there."""
+    """The chains disagree about a θ site (R̂), or move so slowly that their draws hold few independent
+    ones (ESS): at the end of warmup, and after it each time the kept draws double."""
 
 
 class InvalidChainWarning(UserWarning):
@@ -318,6 +325,78 @@ def warmup_moments(moments, theta, iteration, num_warmup):
         jnp.where(inside, new_count, count),
         jnp.where(inside, new_mean, mean),
         jnp.where(inside, new_m2, m2),
+    )
+
+
+def draw_moments(moments, theta, iteration, num_warmup):
+    """Running sums of the flat θ over the kept draws (iterations from ``num_warmup`` on), each draw taken
+    less the first kept one (so float32 loses nothing to a large mean): ``(count, first, Σd, Σd²,
+    Σ dₜdₜ₋₁, last d)``, for the chains' R̂ and a lag-1 ESS (:func:`mixing`). O(dim θ) per iteration."""
+    count, first, s1, s2, lag, last = moments
+    x = flat_theta(theta, first)
+    first = jnp.where(count == 0, x, first)
+    d = x - first
+    kept = iteration >= num_warmup
+    new = (count + 1, first, s1 + d, s2 + d * d, lag + jnp.where(count > 0, d * last, 0), d)
+    return tuple(jnp.where(kept, a, b) for a, b in zip(new, (count, first, s1, s2, lag, last)))
+
+
+def mixing(count, first, s1, s2, lag, last):
+    """Host side: R̂ (classic, not split) and the ESS of all chains together per θ coordinate, from
+    :func:`draw_moments` of ≥ 2 chains (rows): the combined-chain estimator of Stan and Vehtari et al.
+    (2021, eq. 10–11), ρ = 1 − (W − mean lag-1 autocovariance) / var⁺, with ESS = M·N·(1 − ρ)/(1 + ρ)
+    (the autocorrelations after lag 1 taken as an AR(1)'s, ρᵗ: exact for an AR(1) chain, optimistic where
+    they decay slower; chains stuck apart raise var⁺, so ρ, and lower the ESS). A coordinate constant in
+    every chain counts as mixed; one constant within chains whose values differ has R̂ = ∞ and ESS 0."""
+    n = float(np.asarray(count).reshape(-1)[0])
+    first, s1, s2, lag, last = (np.asarray(a, float) for a in (first, s1, s2, lag, last))
+    chains = first.shape[0]
+    d_bar = s1 / n
+    var = np.maximum(s2 / n - d_bar**2, 0.0)  # per chain, divisor n
+    # Σₜ₌₂ⁿ (dₜ − d̄)(dₜ₋₁ − d̄) / n, with d₁ = 0: Σₜ₌₂ dₜ = Σd, Σₜ₌₂ dₜ₋₁ = Σd − dₙ
+    auto = (lag - d_bar * (2 * s1 - last) + (n - 1) * d_bar**2) / n
+    within = var.mean(0) * n / (n - 1)
+    between = (first + d_bar).var(0, ddof=1)  # B / n
+    var_plus = (n - 1) / n * within + between
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhat = np.where(within > 0, np.sqrt(var_plus / within), np.where(between > 0, np.inf, 1.0))
+        rho = np.clip(1 - (within - auto.mean(0)) / var_plus, -1.0, 1.0)
+        ess = np.where(var_plus > 0, chains * n * (1 - rho) / (1 + rho), chains * n)
+    return rhat, np.minimum(ess, chains * n)
+
+
+def report_poor_mixing(moments, num_warmup, z, theta_sites):
+    """After warmup, each time a chain's kept draws reach ``max(num_warmup, SLOW_MIN_WARMUP)·2ʲ`` (the end
+    of a run whose ``num_samples`` is such a multiple; NumPyro's ``MCMC`` does not tell a kernel how long
+    its run is), a :class:`SlowMixingWarning` naming the θ sites whose R̂ over those draws exceeds
+    ``POOR_RHAT`` or whose ESS is below ``POOR_ESS``. Only for a batch of ≥ 2 chains."""
+    count = moments[0]
+    if jnp.ndim(count) != 1 or count.shape[0] < 2 or not theta_sites:
+        return
+    names = [k for k in theta_sites for _ in range(int(np.size(z[k]) // count.shape[0]))]
+    base = max(num_warmup, SLOW_MIN_WARMUP)
+    doubled = count[0] // base
+    at = (count[0] % base == 0) & (doubled > 0) & ((doubled & (doubled - 1)) == 0)
+    jax.lax.cond(at, lambda a: jax.debug.callback(partial(_report_poor, names), *a), lambda a: None, moments)
+
+
+def _report_poor(names, *moments):
+    rhat, ess = mixing(*moments)
+    poor = (rhat > POOR_RHAT) | (ess < POOR_ESS)
+    if not poor.any():
+        return
+    sites = list(dict.fromkeys(n for n, p in zip(names, poor) if p))
+    chains, n = np.shape(moments[1])[0], int(np.asarray(moments[0]).reshape(-1)[0])
+    warnings.warn(
+        f"After {n} kept draws in each of {chains} chains, θ site(s) {sites} mix slowly: R̂ up to "
+        f"{float(rhat[poor].max()):.3g} and ESS down to {float(ess[poor].min()):.0f} (flagged at R̂ above "
+        f"{POOR_RHAT}, where the chains disagree, or an ESS below {POOR_ESS}, too few independent draws "
+        "for a summary). "
+        "Run more draws (or more chains), or make the sampler mix: non-centred moves "
+        "(dpjax.infer.noncentred) where the release pins the imputed records; record_sweeps=k where the "
+        "records' acceptance (extra field record_accept_rate) is a few percent.",
+        SlowMixingWarning,
+        stacklevel=1,
     )
 
 

@@ -20,7 +20,7 @@ from numpyro import handlers
 from ..mechanisms.base import concrete
 from ..primitives import INFER_KEY, allow_overflow, integer_statistics
 from . import auto_moves, noncentred, record_step, size_step, theta_block
-from .chains import flat_theta, warmup_moments
+from .chains import draw_moments, flat_theta, warmup_moments
 from .record_step import draw_records, masked, per_record, sweep_density, where_records
 from .record_sweep import rows_differ
 from .rules import record_units, records_exchangeable
@@ -93,6 +93,8 @@ class DAState(NamedTuple):
     - **rng_key** – PRNG key for the next iteration; **info** – :class:`DAInfo`.
     - **warmup_moments** – (count, mean, M2) of the flat θ over the second half of warmup, for the
       chains' R̂ at its end (:func:`dpjax.infer.chains.warmup_moments`).
+    - **draw_moments** – running sums of the flat θ over the kept draws, for the chains' R̂ and ESS after
+      warmup (:func:`dpjax.infer.chains.draw_moments`).
     - **record_changes** – the same of the fraction of (active) record slots changed after the sweep in
       an iteration: carried with θ by the non-centred moves, or by an unknown n's moves (the
       sticky-records check reads its mean).
@@ -113,6 +115,7 @@ class DAState(NamedTuple):
     rng_key: jax.Array
     info: DAInfo
     warmup_moments: tuple = ()
+    draw_moments: tuple = ()
     record_changes: tuple = ()
     moves_trial: Any = ()
 
@@ -259,6 +262,7 @@ def init(core: Core, rng_key, init_params, *, num_warmup, model_args, model_kwar
             near_capacity=size_step.near_capacity(spec, size),
         ),
         warmup_moments=(jnp.array(0, jnp.int32), flat, flat),
+        draw_moments=(jnp.array(0, jnp.int32), flat, flat, flat, flat, flat),
         record_changes=(jnp.array(0, jnp.int32), jnp.zeros(1, flat.dtype), jnp.zeros(1, flat.dtype)),
         moves_trial=auto_moves.init(num_warmup, sizes, flat.dtype) if core.auto_moves else (),
     )
@@ -441,6 +445,7 @@ def build_kernel(core: Core):
             rng_key=key_next,
             info=info,
             warmup_moments=warmup_moments(state.warmup_moments, theta, state.iteration, num_warmup),
+            draw_moments=draw_moments(state.draw_moments, theta, state.iteration, num_warmup),
             record_changes=warmup_moments(state.record_changes, {"x": changed}, state.iteration, num_warmup),
             moves_trial=trial(state, theta, num_warmup, use_moves),
         )

@@ -27,6 +27,7 @@ from .chains import (
     records_hidden,
     report_at_end_of_warmup,
     report_now,
+    report_poor_mixing,
     report_slow_mixing,
     traced,
 )
@@ -171,6 +172,7 @@ class DataAugmentationKernel(PerChainKernel):
         if self._num_warmup > 0:
             report_at_end_of_warmup(state.iteration, self._num_warmup, sticky_rate(new), report_sticky)
             report_slow_mixing(state.iteration, self._num_warmup, new.warmup_moments, new.z, self._spec.theta)
+        report_poor_mixing(new.draw_moments, self._num_warmup, new.z, self._spec.theta)
         if self._size:  # after the vmap over chains, so the host is called only when a birth was refused
             blocked = jnp.sum(new.capacity_blocked - state.capacity_blocked)
             size_step.warn_when_blocked(blocked, self._spec.size_bounds[1])
