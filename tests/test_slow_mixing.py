@@ -110,3 +110,19 @@ def test_the_kept_draws_of_a_slow_sampler_name_its_site():
     assert float(az.ess(np.asarray(mcmc.get_samples(group_by_chain=True)["r"]))) < 100
     assert slow_warnings(nb_strong, NB_RELEASE, 100, 99)[0] == []  # the run ends before the checkpoint
     assert slow_warnings(normal_mean, 20.0, 200, 200)[0] == []
+
+
+def test_the_warning_says_which_measure_is_poor():
+    """Chains that agree (R̂ ≈ 1) but hold ~60 independent draws: the warning names the site and the ESS
+    only; the same chains 20× as long stay silent."""
+    from dpjax.infer.chains import _report_poor
+
+    for n, expected in ((1000, 1), (20_000, 0)):
+        x = ar1(np.random.default_rng(3), 0.97, 4, n)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            _report_poor(["a"], *moments(x))
+        assert len(seen) == expected
+        if expected:
+            message = str(seen[0].message)
+            assert "['a']" in message and "ESS down to" in message and "R̂ up to" not in message, message

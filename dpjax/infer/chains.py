@@ -387,11 +387,16 @@ def _report_poor(names, *moments):
         return
     sites = list(dict.fromkeys(n for n, p in zip(names, poor) if p))
     chains, n = np.shape(moments[1])[0], int(np.asarray(moments[0]).reshape(-1)[0])
+    why = []
+    if (rhat > POOR_RHAT).any():
+        why.append(f"R̂ up to {float(rhat.max()):.3g} (above {POOR_RHAT}: the chains disagree)")
+    if (ess < POOR_ESS).any():
+        why.append(
+            f"ESS down to {float(ess.min()):.0f} (below {POOR_ESS}: too few independent draws for a summary)"
+        )
     warnings.warn(
-        f"After {n} kept draws in each of {chains} chains, θ site(s) {sites} mix slowly: R̂ up to "
-        f"{float(rhat[poor].max()):.3g} and ESS down to {float(ess[poor].min()):.0f} (flagged at R̂ above "
-        f"{POOR_RHAT}, where the chains disagree, or an ESS below {POOR_ESS}, too few independent draws "
-        "for a summary). "
+        f"After {n} kept draws in each of {chains} chains, θ site(s) {sites} mix slowly: "
+        f"{' and '.join(why)}. "
         "Run more draws (or more chains), or make the sampler mix: non-centred moves "
         "(dpjax.infer.noncentred) where the release pins the imputed records; record_sweeps=k where the "
         "records' acceptance (extra field record_accept_rate) is a few percent.",
