@@ -126,3 +126,30 @@ def test_the_warning_says_which_measure_is_poor():
         if expected:
             message = str(seen[0].message)
             assert "['a']" in message and "ESS down to" in message and "R̂ up to" not in message, message
+
+
+def test_coordinates_are_named_in_the_order_they_are_flattened():
+    """θ's dict may come in another order than the model's sites (a θ-step's own): flat_theta sorts the
+    sites and the warning's names follow the same order."""
+    from dpjax.infer.chains import _coordinate_names, flat_theta
+
+    theta = {"b": jnp.array([1.0, 2.0]), "a": jnp.array(3.0)}
+    assert flat_theta(theta, jnp.zeros(3)).tolist() == [3.0, 1.0, 2.0]
+    z = {"a": jnp.zeros(4), "b": jnp.zeros((4, 2))}  # 4 chains
+    assert _coordinate_names(["b", "a"], z, 4) == ["a", "b", "b"]
+
+
+def test_pseudo_marginal_chains_warn_too():
+    """PseudoMarginalABC keeps the same sums: its random walk on the Normal mean (4 chains × 100 kept
+    draws) holds few independent draws, and the warning names mu."""
+    from dpjax.infer import PseudoMarginalABC
+
+    mcmc = MCMC(PseudoMarginalABC(normal_mean, 16), num_warmup=100, num_samples=100, num_chains=4,
+                chain_method="vectorized", progress_bar=False)  # fmt: skip
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        mcmc.run(jax.random.key(0), jnp.array(20.0))
+    slow = [str(w.message) for w in seen if issubclass(w.category, SlowMixingWarning)]
+    assert len(slow) == 1 and "['mu']" in slow[0] and "After 100 kept draws" in slow[0], slow
+    ess = float(az.ess(np.asarray(mcmc.get_samples(group_by_chain=True)["mu"])))
+    assert ess < 100 or "R̂" in slow[0], ess

@@ -307,8 +307,14 @@ def report_left_support(valid, new_valid):
 
 
 def flat_theta(theta, like):
-    """θ's values raveled into one vector of ``like``'s dtype (``like`` itself when θ is empty)."""
-    return jnp.concatenate([jnp.ravel(v).astype(like.dtype) for v in theta.values()]) if theta else like
+    """θ's values raveled into one vector of ``like``'s dtype, sites in sorted order whatever the dict's
+    (:func:`_coordinate_names` names them so); ``like`` itself when θ is empty."""
+    return jnp.concatenate([jnp.ravel(theta[k]).astype(like.dtype) for k in sorted(theta)]) if theta else like
+
+
+def _coordinate_names(theta_sites, z, chains):
+    """The θ site of each coordinate of :func:`flat_theta` (``z``: the sites' values, chains on axis 0)."""
+    return [k for k in sorted(theta_sites) for _ in range(int(np.size(z[k]) // chains))]
 
 
 def warmup_moments(moments, theta, iteration, num_warmup):
@@ -373,7 +379,7 @@ def report_poor_mixing(moments, num_warmup, z, theta_sites):
     count = moments[0]
     if jnp.ndim(count) != 1 or count.shape[0] < 2 or not theta_sites:
         return
-    names = [k for k in theta_sites for _ in range(int(np.size(z[k]) // count.shape[0]))]
+    names = _coordinate_names(theta_sites, z, count.shape[0])
     base = max(num_warmup, SLOW_MIN_WARMUP)
     doubled = count[0] // base
     at = (count[0] % base == 0) & (doubled > 0) & ((doubled & (doubled - 1)) == 0)
@@ -411,7 +417,7 @@ def report_slow_mixing(iteration, num_warmup, moments, z, theta_sites):
     ``SLOW_RHAT``. Only for a batch of ≥ 2 chains and ``num_warmup ≥ SLOW_MIN_WARMUP``."""
     if num_warmup < SLOW_MIN_WARMUP or jnp.ndim(iteration) != 1 or iteration.shape[0] < 2 or not theta_sites:
         return
-    names = [k for k in theta_sites for _ in range(int(np.size(z[k]) // iteration.shape[0]))]
+    names = _coordinate_names(theta_sites, z, iteration.shape[0])
     is_end = iteration == num_warmup - 1
     jax.lax.cond(
         is_end[0],

@@ -26,7 +26,16 @@ from numpyro.distributions import biject_to
 from .._validate import positive_int
 from ..primitives import simulate
 from .abc import prior_spec
-from .chains import PerChainKernel, check_init_params, records_hidden, report_at_end_of_warmup, report_now
+from .chains import (
+    PerChainKernel,
+    check_init_params,
+    draw_moments,
+    flat_theta,
+    records_hidden,
+    report_at_end_of_warmup,
+    report_now,
+    report_poor_mixing,
+)
 from .mh import RWState, accept, adapt, init_rw, proposer
 from .spec import ModelSpec
 
@@ -72,7 +81,9 @@ class PMState(NamedTuple):
       warmup simulations behind ``warmup_log_lik_sd``;
     - **records** – one of the current estimate's simulated databases (latent record sites), drawn
       with probability ∝ its weight: with θ it is an exact draw of (θ, x) | s_dp, what the sibling
-      blocks of ``numpyro.infer.Gibbs`` are conditioned on (and what ``refresh`` keeps)."""
+      blocks of ``numpyro.infer.Gibbs`` are conditioned on (and what ``refresh`` keeps);
+    - **draw_moments** – running sums of the flat θ over the kept draws, for the chains' R̂ and ESS
+      (:func:`dpjax.infer.chains.draw_moments`)."""
 
     z: dict
     flat: jax.Array
@@ -89,6 +100,7 @@ class PMState(NamedTuple):
     check_n: jax.Array
     records: dict
     rng_key: jax.Array
+    draw_moments: tuple = ()
 
 
 def _log_lik_sd(log_w):
@@ -227,11 +239,12 @@ def init(core: PMCore, rng_key, init_params, args, kwargs) -> PMState:
         records = _select(random.fold_in(key_est, 1), log_w, sims)
     log_lik = logsumexp(log_w) - jnp.log(core.num_simulations)
     scalar = jnp.zeros_like(log_lik)
+    zeros = jnp.zeros_like(flat_theta(theta, flat))
     return PMState(
         _z(core, theta, records), flat, log_prior + log_jac, log_lik, _log_lik_sd(log_w), scalar + jnp.nan,
         jnp.array(1.0), jnp.array(1.0), jnp.array(0), init_rw(flat.shape[0], flat.dtype, 0.5),
         scalar - jnp.inf, scalar - jnp.inf, scalar, records,
-        key_state,
+        key_state, (jnp.array(0, jnp.int32),) + (zeros,) * 5,
     )  # fmt: skip
 
 
@@ -282,6 +295,7 @@ def build_kernel(core: PMCore, num_warmup: int):
             i=state.i + 1,
             rw=adapt(state.rw, flat, rate, TARGET_ACCEPT, learn=state.i < num_warmup),
             rng_key=key,
+            draw_moments=draw_moments(state.draw_moments, theta, state.i, num_warmup),
         )
 
     return step
@@ -409,6 +423,7 @@ class PseudoMarginalABC(PerChainKernel):
     def _check_step(self, state, new):
         if self._num_warmup > 0:
             report_at_end_of_warmup(state.i, self._num_warmup, new.warmup_log_lik_sd, self._report)
+        report_poor_mixing(new.draw_moments, self._num_warmup, new.z, self._spec.theta)
 
     def check_end(self, state):
         if self._num_warmup > 0:  # warmup_log_lik_sd keeps its end-of-warmup value
