@@ -158,9 +158,10 @@ def main(argv=None) -> int:
     r.add_argument("--out", default="reproduce", help="folder for the results (default ./reproduce)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     r.epilog = (
-        "run_study spreads the replicates of a study over the JAX devices: on a CPU with k cores, set "
-        "XLA_FLAGS=--xla_force_host_platform_device_count=k for about k/2 times the speed on 2 cores "
-        "(the numbers do not depend on it)."
+        "run_study spreads the replicates of a study over the JAX devices: on a CPU with k cores, "
+        "XLA_FLAGS=--xla_force_host_platform_device_count=d with d < k runs them on d devices (the numbers "
+        "do not depend on it). Keep d below the cores: with d = k a study whose model runs LAPACK kernels "
+        "(the unknown-n regression's multivariate records) can deadlock XLA's CPU thread pool."
     )
     args = parser.parse_args(argv)
     if args.command == "reproduce":

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import time
+import warnings
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -502,7 +503,9 @@ class _Batched:
         sig = (static, tuple((k, v.dtype) for k, v in traced.items()), key_data.shape)
         start = time.perf_counter()
         if sig not in self.compiled:
-            self.compiled[sig] = self.jitted.lower(key_data, traced, static).compile()
+            lowered = self.jitted.lower(key_data, traced, static)
+            _warn_if_the_pool_may_deadlock(lowered, self.mesh)
+            self.compiled[sig] = lowered.compile()
         compile_s = time.perf_counter() - start
         out = jax.block_until_ready(self.compiled[sig](key_data, traced))
         if jax.process_count() > 1:
@@ -510,6 +513,28 @@ class _Batched:
 
             out = multihost_utils.process_allgather(out, tiled=True)
         return jax.device_get(out), compile_s, time.perf_counter() - start - compile_s
+
+
+def _warn_if_the_pool_may_deadlock(lowered, mesh) -> None:
+    """Warn where a study may hang on a CPU: jaxlib's batched LAPACK kernels (triangular solves,
+    Cholesky, eigh: a multivariate record law, a θ-step's matrix algebra) split a large batch over XLA's
+    CPU thread pool (one thread per core) and wait for the pieces; with one such kernel running on each
+    of as many devices as there are cores, every thread waits and none is left to run the pieces."""
+    devices = list(mesh.devices.flat)
+    if len(devices) < 2 or any(d.platform != "cpu" for d in devices):
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if len(devices) < cores or "lapack_" not in lowered.as_text():
+        return
+    warnings.warn(
+        f"This study runs on {len(devices)} CPU devices with {cores} cores and calls LAPACK kernels "
+        "(matrix solves or factorisations): jaxlib's batched LAPACK kernels can then deadlock XLA's CPU "
+        "thread pool, and the study hangs with the CPU idle. Give XLA fewer CPU devices than cores "
+        f"(XLA_FLAGS=--xla_force_host_platform_device_count={max(1, cores - 1)}), or pass "
+        "run_study(devices=jax.devices()[:1]); the numbers do not depend on the devices.",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 @functools.lru_cache(maxsize=16)

@@ -5,6 +5,7 @@ DataAugmentationKernel study is marked slow (its compilation alone takes 10-25 s
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -561,3 +562,56 @@ def test_mcem_runs_as_vmapped_study_cells_and_matches_the_exact_mle():
         assert abs(est.mean() - mle) <= bound * se, (s, est, mle)
         assert abs(est.mean() - (mle + 0.03)) > bound * se  # the verdict can fail
         assert (rows["mcem_change"] < 0.02).all()  # converged to within the Monte Carlo noise
+
+
+def _cores():
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@pytest.mark.skipif(len(jax.devices()) < _cores(), reason="needs at least as many CPU devices as cores")
+def test_a_study_that_may_deadlock_the_cpu_pool_warns():
+    """As many CPU devices as cores and a LAPACK kernel in the cell (a triangular solve): a warning that
+    the pool may deadlock, with the way out; one device, or no LAPACK call, stays silent."""
+
+    def cell(key, scale):
+        a = jnp.eye(2) * scale
+        return {"x": jax.scipy.linalg.solve_triangular(a, jax.random.normal(key, (2,)), lower=True)[0]}
+
+    def plain(key, scale):
+        return {"x": scale * jax.random.normal(key)}
+
+    grid = {"scale": [1.0, 2.0]}
+    with pytest.warns(RuntimeWarning, match="deadlock XLA's CPU thread pool"):
+        run_study(cell, grid, replicates=4, rng_key=jax.random.key(0), progress_bar=False)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run_study(
+            cell, grid, replicates=4, rng_key=jax.random.key(0), progress_bar=False, devices=jax.devices()[:1]
+        )
+        run_study(plain, grid, replicates=4, rng_key=jax.random.key(0), progress_bar=False)
+
+
+def test_the_two_passes_of_the_traced_exchangeability_check_run_one_after_the_other():
+    """The traced exchangeability check of an unknown n reads the records' log densities twice; with a
+    multivariate record law under a vmap (the §6.1 regression, capacity 3 000, 100 replicates) each is a
+    batched LAPACK triangular solve that jaxlib splits over XLA's CPU thread pool, and run at once the two
+    waited on each other's pieces: the init of awan-table1's study never returned. The second pass now
+    reads the records through an optimization barrier with the first pass's densities (checked here in
+    the program: the barrier, and a solve on each side of it)."""
+    from dpjax.reproduce.unknown_n import N, confidential_regression_data, regression_cells
+
+    _, _, T = confidential_regression_data(N)
+    cell = regression_cells(N, T, 40, 1, 1, noncentred_moves=0)
+    text = str(
+        jax.make_jaxpr(jax.vmap(lambda k: cell(k, eps_s=1.0, eps_n=0.001)))(
+            jax.random.split(jax.random.key(0), 2)
+        )
+    )
+    pattern = (
+        r"f32\[2,2,40\] = jit\[name=_solve_triangular"  # the slots' solves: 2 replicates, x ∈ ℝ², 40 slots
+    )
+    solves = [m.start() for m in re.finditer(pattern, text)]
+    barrier = text.find("optimization_barrier")
+    assert len(solves) == 2 and solves[0] < barrier < solves[1], (solves, barrier)

@@ -204,6 +204,9 @@ def records_exchangeable(
         return jnp.array(True)
     source = jnp.roll(jnp.arange(jnp.shape(lp)[0]), 1) if units is None else _previous_in_unit(units)
     moved = {k: jnp.take(v, source, axis=0) for k, v in records.items()}
+    # the second pass only after the first: two batched LAPACK solves at once (a multivariate record law
+    # under vmap) each wait on the other's thread of XLA's 2-thread CPU pool, a deadlock (jaxlib 0.10)
+    _, moved = jax.lax.optimization_barrier((lp, moved))
     lp_moved = slot_log_densities(model, roles, given, moved, model_args, model_kwargs)
     return jnp.allclose(lp_moved, jnp.take(lp, source, axis=0), rtol=1e-4, atol=1e-4)
 
