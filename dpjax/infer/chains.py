@@ -347,6 +347,16 @@ def draw_moments(moments, theta, iteration, num_warmup):
     return tuple(jnp.where(kept, a, b) for a, b in zip(new, (count, first, s1, s2, lag, last)))
 
 
+def _rhat(within, between, n):
+    """Classic R̂ per coordinate and var⁺, from the mean within-chain variance W (divisor n − 1), the
+    variance of the chain means (B / n) and n draws per chain. A coordinate constant in every chain
+    counts as mixed (1); one constant within chains whose values differ has R̂ = ∞."""
+    var_plus = (n - 1) / n * within + between
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhat = np.where(within > 0, np.sqrt(var_plus / within), np.where(between > 0, np.inf, 1.0))
+    return rhat, var_plus
+
+
 def mixing(count, first, s1, s2, lag, last):
     """Host side: R̂ (classic, not split) and the ESS of all chains together per θ coordinate, from
     :func:`draw_moments` of ≥ 2 chains (rows): the combined-chain estimator of Stan and Vehtari et al.
@@ -362,10 +372,8 @@ def mixing(count, first, s1, s2, lag, last):
     # Σₜ₌₂ⁿ (dₜ − d̄)(dₜ₋₁ − d̄) / n, with d₁ = 0: Σₜ₌₂ dₜ = Σd, Σₜ₌₂ dₜ₋₁ = Σd − dₙ
     auto = (lag - d_bar * (2 * s1 - last) + (n - 1) * d_bar**2) / n
     within = var.mean(0) * n / (n - 1)
-    between = (first + d_bar).var(0, ddof=1)  # B / n
-    var_plus = (n - 1) / n * within + between
+    rhat, var_plus = _rhat(within, (first + d_bar).var(0, ddof=1), n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rhat = np.where(within > 0, np.sqrt(var_plus / within), np.where(between > 0, np.inf, 1.0))
         rho = np.clip(1 - (within - auto.mean(0)) / var_plus, -1.0, 1.0)
         ess = np.where(var_plus > 0, chains * n * (1 - rho) / (1 + rho), chains * n)
     return rhat, np.minimum(ess, chains * n)
@@ -435,15 +443,12 @@ def _report_rhat(names, is_end, count, mean, m2):
     m = count[0]
     if m < 2:
         return
-    within = (m2 / (m - 1)).mean(0)
-    between = mean.var(0, ddof=1)  # B / m
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rhat = np.sqrt(((m - 1) / m * within + between) / within)
-    slow = np.where(np.isfinite(rhat), rhat, np.where(between > 0, np.inf, 1.0)) > SLOW_RHAT
+    rhat, _ = _rhat((m2 / (m - 1)).mean(0), mean.var(0, ddof=1), m)
+    slow = rhat > SLOW_RHAT
     if not slow.any():
         return
     sites = list(dict.fromkeys(n for n, s in zip(names, slow) if s))
-    worst = float(np.nanmax(np.where(slow, rhat, np.nan)))
+    worst = float(rhat.max())
     warnings.warn(
         f"At the end of warmup the {mean.shape[0]} chains disagree about θ site(s) {sites} (R̂ up to "
         f"{worst:.3g} over the second half of warmup, above {SLOW_RHAT}): the sampler mixes slowly there, "
