@@ -4,7 +4,8 @@ the ESS(n)/s that the ±1 moves and size jumps cannot; if it saturates, cheaper 
 Same setting as ``benchmarks/table1_ridge.py`` (4 releases, 2 chains each, half warmup, 100 birth/death
 and 5 joint moves per iteration); each count of ridge moves is one vmapped study.
 
-    python lab/table1_ridge_count.py --ridge 0 3 10 --iterations 2000
+    python lab/table1_ridge_count.py --ridge 0 3 10
+    python lab/table1_ridge_count.py --ridge 30 --name table1_ridge_count_30
 """
 
 import argparse
@@ -23,6 +24,7 @@ def main():
     parser.add_argument("--ridge", type=int, nargs="+", default=[0, 3, 10], help="ridge moves per iteration")
     parser.add_argument("--iterations", type=int, default=2_000, help="iterations per chain (half warmup)")
     parser.add_argument("--releases", type=int, default=4)
+    parser.add_argument("--name", default="table1_ridge_count", help="results file name under lab/results/")
     args = parser.parse_args()
     _, _, T = confidential_regression_data(N)
     summaries = posterior_summaries({"n": ("mean", "sd", "rhat", "ess")})
@@ -56,7 +58,7 @@ def main():
         "compilation, all releases vmapped; ESS(n)/s summed over releases.\n\n"
         + "\n".join(table(rows, [(k, lambda r, k=k: fmt(r[k])) for k in rows[0]]))
     )
-    write_results("table1_ridge_count", {"rows": rows}, md)
+    write_results(args.name, {"rows": rows}, md)
 
 
 if __name__ == "__main__":
