@@ -122,7 +122,7 @@ SLOW_TESTS = (
     "tests/test_data_augmentation.py::test_public_records_exact_posterior",
     "tests/test_soma.py::test_beta_bernoulli_exact_posterior[two-sites]",
     "tests/test_unknown_n.py::test_exact_posterior_of_theta_and_n_noisy_n[exact-auto]",
-    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[0]",
+    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[0-None]",
     "tests/test_stochastic_em.py::test_matches_the_exact_mle[unknown n]",
     "tests/test_mcem_mcmc.py::test_unknown_n_mle_of_p_and_poisson_rate_and_information",
     "tests/test_mcem_mcmc.py::test_em_rate_is_the_derivative_of_the_exact_em_map",
@@ -209,7 +209,8 @@ SLOW_TESTS = (
     "tests/test_reliability.py::test_poisson_large_rates_keep_the_imputed_total_exact",
     # more of the same, each beside a default test of its engine or feature
     "tests/test_compositional.py::test_censored_moments_match_simulation[alpha1-0.01]",
-    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[3]",
+    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[3-None]",
+    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[3-1.0]",
     "tests/test_pseudo_marginal.py::test_poisson_exact_posterior_including_prior_data_conflict[25.0]",
     "tests/test_pseudo_marginal.py::test_progress_bar_shows_the_running_mean_acceptance",
     "tests/test_data_augmentation.py::test_arviz_with_stored_records_has_release_log_likelihood",

@@ -1,9 +1,13 @@
-"""Ridge moves on Table 1's regression model at ε_s = 1, ε_n = 0.001 (the cell with the lowest ESS(n)):
-do `ReversibleJumpKernel(ridge_moves=3)`, which fixed the ATUS chains, pay here? Same 4 releases of the
-awan-table1 dataset (n = 1 000, capacity 3 000), two chains each, 100 birth/death and 5 joint (θ, n)
-moves per iteration; with 3 ridge moves at 2 000 iterations, without them at 2 000 and at 8 000 (longer
-chains instead). Per configuration: median ESS(n) and split R-hat of n over releases,
-run time without compilation, and ESS(n) per second (6 min).
+"""Ridge moves on Table 1's regression model (issue 85, item 10): at ε_s = 1, ε_n = 0.001 (the cell with
+the lowest ESS(n)) ESS(n) per second without ridge moves, with ridge moves that solve with the exact
+(clamped) release statistics (`ReversibleJumpKernel(ridge_moves=3)`, dozens of passes over the capacity
+per move), and with ridge moves that solve with the model's unclamped statistics
+(`ridge_surrogate=unknown_n_regression_ridge_surrogate()`, one pass per move), 3, 10 and 30 per
+iteration, with the default 5 joint (θ, n) moves or 15; then ESS(n)/s against ε_n, without ridge moves
+(the defaults) and with 10 surrogate ones and 15 joint moves. The awan-table1 dataset (n = 1 000,
+capacity 3 000), 4 releases per ε_n, two chains each (half warmup), 100 birth/death moves per
+iteration. Per configuration: median ESS(n) and R-hat of n over releases, run time without
+compilation, and ESS(n)/s summed over releases (about 25 min on one core).
 
     python benchmarks/table1_ridge.py
 """
@@ -16,29 +20,51 @@ from _common import table, write_results
 from dpjax.reproduce.unknown_n import N, confidential_regression_data, regression_cells
 from dpjax.studies import posterior_summaries, run_study
 
-RELEASES, CONFIGS = 4, ((3, 2_000), (0, 2_000), (0, 8_000))
+RELEASES = 4
+#: (ridge moves, surrogate, joint moves, iterations) at ε_n = 0.001
+CONFIGS = (
+    (0, False, 5, 8_000),
+    (0, False, 15, 8_000),
+    (3, False, 5, 2_000),
+    (3, True, 5, 8_000),
+    (10, True, 5, 8_000),
+    (30, True, 5, 8_000),
+    (10, True, 15, 8_000),
+)
+#: the curve against ε_n: (ridge moves, surrogate, joint moves) at 4 000 iterations
+CURVE_EPS_N, CURVE = (0.001, 0.01, 0.1, 1.0), ((0, False, 5), (10, True, 15))
 
 
-def run_cell(ridge: int, iterations: int, releases: int = RELEASES):
-    """One vmapped study at ε_s = 1, ε_n = 0.001 with ``ridge`` ridge moves per iteration (half of
-    ``iterations`` warmup): its table, one row per release, with n's mean, sd, R-hat and ESS."""
+def run_cell(ridge: int, iterations: int, releases: int = RELEASES, surrogate=False, eps_n=(0.001,), joint=5):
+    """One vmapped study at ε_s = 1 and each ``eps_n`` with ``ridge`` ridge moves and ``joint`` joint
+    (θ, n) moves per iteration (half of ``iterations`` warmup), the ridge moves solving with the
+    surrogate statistic if ``surrogate``: its table, one row per release and ε_n, with n's mean, sd,
+    R-hat and ESS."""
     _, _, T = confidential_regression_data(N)
     cell = regression_cells(
-        N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=5, ridge_moves=ridge
-    )
+        N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=joint,
+        ridge_moves=ridge, ridge_surrogate=surrogate,
+    )  # fmt: skip
     return run_study(
-        cell, {"eps_s": [1.0], "eps_n": [0.001]}, replicates=releases, rng_key=jax.random.key(11),
+        cell, {"eps_s": [1.0], "eps_n": list(eps_n)}, replicates=releases, rng_key=jax.random.key(11),
         summaries=posterior_summaries({"n": ("mean", "sd", "rhat", "ess")}), progress_bar=False,
     )  # fmt: skip
 
 
-def write(name: str, heading: str, intro: str, rows: list[dict]) -> None:
-    """Write ``rows`` as ``results/<name>.{json,md}`` (floats to 3 significant digits)."""
+def write(name: str, heading: str, intro: str, rows: list[dict], extra=None) -> None:
+    """Write ``rows`` (and the tables ``extra``: heading → rows) as ``results/<name>.{json,md}`` (floats
+    to 3 significant digits)."""
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
-    md = f"# {heading}\n\n{intro}\n\n" + "\n".join(
-        table(rows, [(k, lambda r, k=k: fmt(r[k])) for k in rows[0]])
-    )
-    write_results(name, {"rows": rows}, md)
+    render = lambda rows: "\n".join(table(rows, [(k, lambda r, k=k: fmt(r[k])) for k in rows[0]]))
+    md = f"# {heading}\n\n{intro}\n\n" + render(rows)
+    for title, more in (extra or {}).items():
+        md += f"\n\n## {title}\n\n" + render(more)
+    write_results(name, {"rows": rows, **(extra or {})}, md)
+
+
+def label(ridge: int, surrogate: bool, joint: int) -> str:
+    moves = "none" if not ridge else f"{ridge}, {'surrogate' if surrogate else 'exact statistics'}"
+    return f"{moves}; {joint} joint"
 
 
 def main():
@@ -46,32 +72,61 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     ).parse_args()
     rows = []
-    for ridge, iterations in CONFIGS:
-        df = run_cell(ridge, iterations)
+    for ridge, surrogate, joint, iterations in CONFIGS:
+        df = run_cell(ridge, iterations, surrogate=surrogate, joint=joint)
         seconds = float(df["seconds"].iloc[0])
         rows.append(
             {
-                "ridge moves": ridge,
+                "ridge moves; joint moves": label(ridge, surrogate, joint),
                 "iterations": iterations,
                 "E n per release": ", ".join(f"{v:.0f}" for v in df["n_mean"]),
                 "sd n per release": ", ".join(f"{v:.0f}" for v in df["n_sd"]),
                 "median ESS(n)": float(df["n_ess"].median()),
-                "median R-hat(n)": float(df["n_rhat"].median()),
                 "largest R-hat(n)": float(df["n_rhat"].max()),
                 "seconds": seconds,
                 "compile s": float(df["compile_seconds"].iloc[0]),
                 "ESS(n)/s": float(df["n_ess"].sum()) / seconds,
             }
         )
+        rows[-1]["× none"] = rows[-1]["ESS(n)/s"] / rows[0]["ESS(n)/s"]
         print(rows[-1], flush=True)
+    curve = []
+    for ridge, surrogate, joint in CURVE:
+        df = run_cell(ridge, 4_000, surrogate=surrogate, eps_n=CURVE_EPS_N, joint=joint)
+        per_cell = float(df["seconds"].iloc[0]) / len(CURVE_EPS_N)  # the cells run together, vmapped
+        for eps_n, group in df.groupby("eps_n"):
+            curve.append(
+                {
+                    "ε_n": float(eps_n),
+                    "ridge moves; joint moves": label(ridge, surrogate, joint),
+                    "median ESS(n)": float(group["n_ess"].median()),
+                    "largest R-hat(n)": float(group["n_rhat"].max()),
+                    "seconds per ε_n": per_cell,
+                    "ESS(n)/s": float(group["n_ess"].sum()) / per_cell,
+                }
+            )
+            print(curve[-1], flush=True)
+    for row in curve:
+        none = next(
+            r for r in curve if r["ε_n"] == row["ε_n"] and r["ridge moves; joint moves"] == label(0, 0, 5)
+        )
+        row["× none"] = row["ESS(n)/s"] / none["ESS(n)/s"]
+    curve.sort(key=lambda r: (r["ε_n"], r["ridge moves; joint moves"] != label(0, 0, 5)))
     write(
         "table1_ridge",
-        "Table 1 at ε_s = 1, ε_n = 0.001: ridge moves or longer chains",
+        "Table 1 at ε_s = 1: ridge moves solved with the exact statistics or a surrogate, against none",
         f"{RELEASES} releases of the awan-table1 dataset (n = {N:,}, capacity 3 000), two chains per release "
-        "(half warmup), 100 birth/death and 5 joint (θ, n) moves per iteration. ESS(n) and split R-hat of n "
-        "over the two chains of a release; seconds: the study's run time without compilation (all releases "
-        "vmapped); ESS(n)/s: summed over releases.",
+        "(half warmup), 100 birth/death moves per iteration and 5 joint (θ, n) moves unless said. Ridge moves solve for θ at "
+        "each proposed n with the exact (clamped) release statistics or with the model's unclamped ones "
+        "(`unknown_n_regression_ridge_surrogate`); both are exact MCMC. ESS(n) and split R-hat of n over "
+        "the two chains of a release; seconds: the study's run time without compilation (all releases "
+        "vmapped); ESS(n)/s: summed over releases; × none: against no ridge moves. First ε_n = 0.001:",
         rows,
+        {
+            "ESS(n)/s against ε_n (4 000 iterations, all ε_n in one vmapped study; seconds shared equally)": (
+                curve
+            )
+        },
     )
 
 

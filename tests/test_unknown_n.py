@@ -164,18 +164,29 @@ def normal_mean_update(key, records, params):
     return {"mu": mean + jax.random.normal(key) / jnp.sqrt(precision)}
 
 
-@pytest.mark.parametrize("ridge_moves", [0, 3])
-def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves):
+#: the sum of Normal(μ, 1) records x = μ + u as a function of μ and the sums of (1, u); a rough one
+#: (u's sum scaled by 0.8) steers the ridge moves off the ridge, which their acceptance must undo
+ridge_surrogate = lambda weight: dpjax.infer.RidgeSurrogate(
+    lambda noise: jnp.stack([jnp.ones_like(noise["x"]), noise["x"]], 1),
+    lambda theta, totals: (theta["mu"] * totals[0] + weight * totals[1])[None],
+)
+
+
+@pytest.mark.parametrize("ridge_moves, surrogate", [(0, None), (3, None), (3, 1.0), (3, 0.8)])
+def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves, surrogate):
     """Normal records, a noisy sum and a noisy n (ε_n = 0.1): the exact posterior of (μ, n) by
     enumeration over n and quadrature over the sum (tests/oracles.py), with and without the ridge
     moves, which solve for μ at each proposed n (an involution with a volume factor: wrong
-    without it); they must be accepted often, not just harmless."""
+    without it); they must be accepted often, not just harmless. With the statistic as a surrogate
+    (``ridge_surrogate``, 1.0: the exact sum) the moves solve by Newton; with a rough one (0.8) the
+    solves miss the ridge and only the acceptance keeps the chain exact."""
     s_dp, n_dp = 90.0, 31.7
     kernel = ReversibleJumpKernel(
         lambda: normal_size_model(CAP, s_dp, n_dp),
         theta_update=normal_mean_update,
         noncentred_moves=3,
         ridge_moves=ridge_moves,
+        ridge_surrogate=None if surrogate is None else ridge_surrogate(surrogate),
     )
     mcmc = MCMC(kernel, num_warmup=500, num_samples=4000, num_chains=4, chain_method="vectorized",
                 progress_bar=False)  # fmt: skip
@@ -394,6 +405,17 @@ def test_errors():
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="ridge_moves"):
             ReversibleJumpKernel(model, ridge_moves=bad)
+    with pytest.raises(ValueError, match="ridge_surrogate.*RidgeSurrogate"):
+        ReversibleJumpKernel(model, ridge_moves=2, ridge_surrogate=lambda theta, totals: totals)
+    with pytest.raises(ValueError, match="ridge_surrogate.*ridge_moves"):
+        ReversibleJumpKernel(model, ridge_surrogate=ridge_surrogate(1.0))
+    wrong_shape = dpjax.infer.RidgeSurrogate(ridge_surrogate(1.0).features, lambda theta, totals: totals)
+    with pytest.raises(ValueError, match=r"ridge_surrogate.statistic.*shape \(2,\).*\(1,\)"):
+        kernel = ReversibleJumpKernel(
+            lambda: normal_size_model(CAP, 90.0, 31.7), noncentred_moves=2, ridge_moves=2,
+            ridge_surrogate=wrong_shape,
+        )  # fmt: skip
+        run(kernel, num_warmup=5, num_samples=5, num_chains=1)
 
     def two_means():  # θ = (μ, σ), one released sum: the ridge is a surface, not a curve
         sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))

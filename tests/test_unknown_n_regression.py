@@ -177,3 +177,29 @@ def test_predictive_simulates_the_seed_model():
     assert draws["Phi"].shape == (3, 2, 2) and draws["beta"].shape == (3, 3)
     noise = np.asarray(draws["n_dp"] - draws["n"])
     assert np.all(noise != 0) and np.all(np.abs(noise) < 30)  # n_dp = n + Laplace(1), never n itself
+
+
+@pytest.mark.parametrize("bounds, equal", [((-50.0, 50.0), True), ((-2.0, 2.0), False)])
+def test_ridge_surrogate_is_the_release_statistic_where_nothing_is_clamped(bounds, equal):
+    """The surrogate of the ridge moves, from the sums of the noise products z zᵀ, equals the sum of
+    the model's per-record statistic over records rebuilt from that noise when no value reaches the
+    bounds; with bounds that clamp some values it differs (it is the unclamped statistic)."""
+    rng = np.random.default_rng(1)
+    p, n = 2, 30
+    noise = {"x": jnp.asarray(rng.normal(size=(40, p))), "y": jnp.asarray(rng.normal(size=40))}
+    phi = jnp.array([[2.0, 0.6], [0.6, 1.0]])
+    theta = {
+        "beta": jnp.array([0.4, -1.0, 1.5]),
+        "tau": jnp.array(2.0),
+        "mu": jnp.array([-1.0, 1.0]),
+        "Phi": phi,
+    }
+    chol = np.linalg.cholesky(np.linalg.inv(np.asarray(phi)))
+    x = np.asarray(theta["mu"]) + np.asarray(noise["x"])[:n] @ chol.T
+    y = 0.4 + x @ np.array([-1.0, 1.5]) + np.asarray(noise["y"])[:n] / np.sqrt(2.0)
+    per_record = jax.vmap(m.unknown_n_regression_statistic(*bounds))
+    exact = np.sum(per_record({"x": jnp.asarray(x), "y": jnp.asarray(y)}), 0)
+    surrogate = m.unknown_n_regression_ridge_surrogate(*bounds)
+    got = surrogate.statistic(theta, jnp.sum(surrogate.features(noise)[:n], 0))
+    assert got.shape == exact.shape == (9,)
+    assert np.allclose(got, exact, rtol=1e-4, atol=1e-4) == equal

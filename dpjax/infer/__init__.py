@@ -20,7 +20,7 @@ from .pseudo_marginal import PMState, PseudoMarginalABC, PseudoMarginalWarning
 from .record_sweep import SlowBackendWarning, SweepResult, accept_records, record_sweep
 from .release_checks import ReleaseRangeWarning
 from .replicates import run_chain
-from .reversible_jump import CapacityWarning, ReversibleJumpKernel
+from .reversible_jump import CapacityWarning, ReversibleJumpKernel, RidgeSurrogate
 from .soma import SomaResult, place_records, soma_sweep
 from .stochastic_em import StochasticEMResult, m_step_update, stochastic_em
 from .superchains import superchain_init
@@ -30,6 +30,7 @@ __all__ = [
     "BirthDeathResult",
     "CapacityWarning",
     "ReversibleJumpKernel",
+    "RidgeSurrogate",
     "birth_death",
     "ConvergenceWarning",
     "DAInfo",

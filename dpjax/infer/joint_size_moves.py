@@ -28,23 +28,32 @@ move is refused where the reverse solve does not come back to φ (the involution
 constrained HMC; Zappa et al. 2018) or the solve does not converge. It needs dim S = dim φ;
 σ adapts in the warmup towards an acceptance of 0.44. A move costs dim φ + 2 passes over the
 capacity plus one per chord iteration.
+
+A model whose records are affine in their noise, x = A(θ) z with z = (1, u), has release statistics
+that are (before any clamping) polynomials in θ whose coefficients are sums of products of the noise:
+a :class:`RidgeSurrogate` says so, and the ridge moves then solve S̃(φ*, n*) = S̃(φ, n) for the
+surrogate S̃ in O(dim) per step, from prefix sums of the slots' noise features taken once per
+iteration, by Newton's method (the Jacobian is cheap now), and pay one pass over the capacity per
+move (the exact target at the proposal). Any
+deterministic S̃ keeps the moves exact — the map is still an involution with its volume factor, and
+the acceptance uses the model's exact target; the nearer S̃ is to S (few clamped records), the more
+moves are accepted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import random
-from jax.flatten_util import ravel_pytree
-from numpyro.distributions import biject_to
 
 from .mh import RWState, accept, adapt, gain, init_rw
-from .noncentred import noise_of, unconstrained_target
+from .noncentred import noise_of, unconstrain, unconstrained_target
 from .record_step import where_records
 
-__all__ = ["JointState", "init_joint_state", "joint_size_moves"]
+__all__ = ["JointState", "RidgeSurrogate", "init_joint_state", "joint_size_moves"]
 
 #: the optimal acceptance rate of random-walk Metropolis in several dimensions (Roberts et al. 1997)
 TARGET_ACCEPT = 0.234
@@ -53,6 +62,25 @@ RIDGE_ACCEPT = 0.44
 #: the most chord-Newton iterations of a ridge move's solve (a move whose solve has not converged
 #: by then is refused)
 MAX_ITERATIONS = 30
+
+
+class RidgeSurrogate(NamedTuple):
+    """The release statistics S of the first n records as a cheap function of θ, for the ridge moves
+    (module docstring; :class:`~dpjax.infer.ReversibleJumpKernel`'s ``ridge_surrogate``).
+
+    - **features(noise) -> (capacity, F)** – θ-free features of each slot's record noise u (``noise``:
+      the latent record sites' noise, keyed by site, every slot), e.g. the products z zᵀ of
+      z = (1, u) for records affine in u;
+    - **statistic(theta, totals) -> S̃** – the release statistics other than n's, flattened in the
+      order of the model's privatized sites, of records g(θ, u) over slots whose features sum to
+      ``totals`` (F,); smooth in θ, e.g. the statistics without their clamping.
+
+    S̃ only steers the moves: a rough one lowers their acceptance, never their exactness.
+    :func:`dpjax.models.unknown_n_regression_ridge_surrogate` is the §6.1 regression's.
+    """
+
+    features: Callable
+    statistic: Callable
 
 
 class JointState(NamedTuple):
@@ -70,7 +98,7 @@ class JointState(NamedTuple):
 
 
 def init_joint_state(theta, supports) -> JointState:
-    flat, _ = ravel_pytree({k: biject_to(supports[k]).inv(theta[k]) for k in theta})
+    flat, _ = unconstrain(theta, supports)
     dim = flat.shape[0] + 1
     rw = init_rw(dim, flat.dtype, jnp.array(2.38 / jnp.sqrt(dim), flat.dtype))
     return JointState(rw, jnp.log(jnp.array(10.0, flat.dtype)), jnp.zeros((), flat.dtype))
@@ -111,6 +139,7 @@ def joint_size_moves(
     model_kwargs,
     ridge_moves: int = 0,
     ridge_statistic=None,
+    ridge_surrogate: RidgeSurrogate | None = None,
 ):
     """``num_moves`` random-walk Metropolis moves of (θ, n) with the record noise held fixed, then
     ``ridge_moves`` moves along the ridge S(φ, n) = const (module docstring).
@@ -127,6 +156,8 @@ def joint_size_moves(
     :param adapting: a boolean scalar; whether the proposal's covariance and step adapt (warmup).
     :param ridge_statistic: ``(records, n) -> S``: the release statistics that the ridge moves keep
       (all but n's), summed over the first n records, a vector of dim φ; needed when ``ridge_moves`` > 0.
+    :param ridge_surrogate: a :class:`RidgeSurrogate` that the ridge moves solve with instead of
+      ``ridge_statistic`` (O(dim) per solve step instead of a pass over the capacity).
     :returns: ``(theta, n, records, state, accept_rate, blocked)``; records are g(θ, u) in every
       slot, ``blocked`` counts proposals refused for passing the capacity.
     """
@@ -172,9 +203,29 @@ def joint_size_moves(
     learn = enabled & adapting
     log_ridge, ridge_rate = state.log_ridge, state.ridge_rate
     if ridge_moves:
-        statistic = lambda phi, n: ridge_statistic(target(phi, {size_site: n}, releases=False)[2], n)
+        if ridge_surrogate is None:
+            statistic = lambda phi, n: ridge_statistic(target(phi, {size_site: n}, releases=False)[2], n)
+        else:
+            statistic = _surrogate_statistic(ridge_surrogate, noise, theta, supports, capacity)
+            got = jax.eval_shape(statistic, phi, n).shape  # (at tracing: before any draws)
+            want = jax.eval_shape(ridge_statistic, buffer, n).shape
+            if got != want:
+                raise ValueError(
+                    f"`ridge_surrogate.statistic` returned shape {got}; the release statistics it stands "
+                    f"for (all but n's, flattened) have shape {want}."
+                )
+        cheap = ridge_surrogate is not None
         carry, ridge_rate = _ridge_moves(
-            key_ridge, carry, ridge_moves, log_ridge, statistic, log_density, capacity, support, enabled
+            key_ridge,
+            carry,
+            ridge_moves,
+            log_ridge,
+            statistic,
+            log_density,
+            capacity,
+            support,
+            enabled,
+            cheap,
         )
         step = gain(state.rw) * (ridge_rate - RIDGE_ACCEPT)
         log_ridge = jnp.where(learn, log_ridge + step, log_ridge)
@@ -188,9 +239,26 @@ def joint_size_moves(
     return theta, n, records, state, jnp.where(enabled, rate, jnp.nan), blocked
 
 
-def _ridge_moves(rng_key, carry, num_moves, log_sigma, statistic, log_density, capacity, support, enabled):
+def _surrogate_statistic(surrogate: RidgeSurrogate, noise, theta, supports, capacity):
+    """``(φ, n) -> S̃``: the surrogate's statistic at θ(φ) of the first n slots, from prefix sums of
+    the slots' noise features (one O(capacity) pass here, O(dim) per call)."""
+    features = surrogate.features(noise)
+    if features.ndim != 2 or features.shape[0] != capacity:
+        raise ValueError(
+            f"`ridge_surrogate.features` must return one row of features per slot, shape ({capacity}, F); "
+            f"got {features.shape}."
+        )
+    totals = jnp.concatenate([jnp.zeros_like(features[:1]), jnp.cumsum(features, 0)])
+    constrain = unconstrain(theta, supports)[1]
+    return lambda phi, n: surrogate.statistic(constrain(phi), totals[n])
+
+
+def _ridge_moves(
+    rng_key, carry, num_moves, log_sigma, statistic, log_density, capacity, support, enabled, cheap_jacobian
+):
     """``num_moves`` moves along S(φ, n) = const from ``carry`` = (φ, n, log target, θ, records,
-    blocked) (module docstring); returns the new carry and the mean acceptance probability."""
+    blocked) (module docstring); returns the new carry and the mean acceptance probability. The
+    solves are Newton's where the Jacobian is ``cheap_jacobian`` (a surrogate's), else chord-Newton's."""
     phi0 = carry[0]
     tol = jnp.sqrt(jnp.finfo(phi0.dtype).eps)
 
@@ -211,6 +279,29 @@ def _ridge_moves(rng_key, carry, num_moves, log_sigma, statistic, log_density, c
         far = lambda carry: (carry[1] > small) & (carry[2] < MAX_ITERATIONS)
         root, last, _ = jax.lax.while_loop(far, step, (phi, jnp.array(jnp.inf, phi.dtype), 0))
         return root, last <= small
+
+    def newton(phi, n, goal, jac):
+        """Newton for S(·, n) = goal from φ, where the Jacobian is cheap (a surrogate's): a few steps
+        where chord-Newton takes dozens or diverges on long moves. Done at a step below tol/100, or
+        below tol once the steps stop halving (float32 round-off of S); ``(root, converged)``."""
+        small, loose = tol * 1e-2 * (1.0 + jnp.max(jnp.abs(phi))), tol * (1.0 + jnp.max(jnp.abs(phi)))
+
+        def step(carry):
+            p, last, _, i = carry
+            value, jac = value_and_jacobian(p, n)
+            delta = jnp.linalg.solve(jac, value - goal)
+            return p - delta, jnp.max(jnp.abs(delta)), last, i + 1
+
+        def done(carry):
+            _, last, before, i = carry
+            return (last <= small) | ((i >= 2) & (last > before / 2) & (last <= loose))
+
+        far = lambda carry: ~done(carry) & ~jnp.isnan(carry[1]) & (carry[3] < MAX_ITERATIONS)
+        inf = jnp.array(jnp.inf, phi.dtype)
+        out = jax.lax.while_loop(far, step, (phi, inf, inf, 0))
+        return out[0], done(out)
+
+    solve = newton if cheap_jacobian else solve
 
     def move(carry, key):
         (phi, n, lp, theta, recs, blocked), (goal, jac) = carry

@@ -433,6 +433,13 @@ def _log_target(model, noise, dtypes, model_args, model_kwargs, theta, releases=
     return jnp.where(rebuilt.exact, lp + rebuilt.log_noise, -jnp.inf), {k: tr[k]["value"] for k in noise}
 
 
+def unconstrain(theta, supports):
+    """θ flattened in its unconstrained space (``ravel_pytree`` order), and ``constrain(flat) -> θ``."""
+    transforms = {k: biject_to(supports[k]) for k in theta}
+    flat, unravel = ravel_pytree({k: transforms[k].inv(theta[k]) for k in theta})
+    return flat, lambda flat: {k: transforms[k](v) for k, v in unravel(flat).items()}
+
+
 def unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs):
     """θ flattened in its unconstrained space, and ``log_density(flat, given={}, releases=True)``: the
     log target of :func:`_log_target` there (plus log |J|) with the sites ``given`` (e.g. n) fixed,

@@ -11,9 +11,10 @@ from numpyro.infer.hmc import HMC
 
 from . import size_step
 from .data_augmentation import DataAugmentationKernel
+from .joint_size_moves import RidgeSurrogate
 from .size_step import CapacityWarning
 
-__all__ = ["CapacityWarning", "ReversibleJumpKernel"]
+__all__ = ["CapacityWarning", "ReversibleJumpKernel", "RidgeSurrogate"]
 
 
 class ReversibleJumpKernel(DataAugmentationKernel):
@@ -45,6 +46,12 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         their release statistics (exact: an involution with its volume factor), for long or sharp
         curved ridges; needs continuous records, as many release statistics (besides n's) as
         unconstrained θ entries, and ``noncentred_moves`` > 0. Default 0; rate in ``"nc.ridge_rate"``.
+        Each move makes dim θ + 2 passes over the capacity plus one per solver step, unless:
+    :param ridge_surrogate: a :class:`~dpjax.infer.RidgeSurrogate`, the release statistics as a cheap
+        function of θ and sums of the record noise (e.g. the statistics without their clamping), which
+        the ridge moves solve with: one pass over the capacity per move instead of dozens, with the
+        same exactness (the acceptance uses the model's exact target). The §6.1 regression's is
+        :func:`dpjax.models.unknown_n_regression_ridge_surrogate`. Default None.
     :param hold_size: warmup iterations that keep n at its start while the sweep and θ fit the records
         to the release (default: half of ``num_warmup``; at most ``num_warmup``).
     :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the current
@@ -90,11 +97,12 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         noncentred_moves: int | str = "auto",
         hold_size: int | None = None,
         ridge_moves: int = 0,
+        ridge_surrogate: RidgeSurrogate | None = None,
         store_records: bool = False,
         record_update: str = "sweep",
         record_sweeps: int = 1,
     ):
-        size = size_step.size_settings(size_moves, size_jumps, hold_size, ridge_moves)
+        size = size_step.size_settings(size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate)
         super().__init__(
             model,
             inner_kernel=inner_kernel,

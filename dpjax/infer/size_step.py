@@ -31,7 +31,7 @@ from numpyro.distributions import biject_to
 from .._validate import positive_int
 from ..primitives import INFER_KEY, allow_overflow
 from .birth_death import JUMP_ACCEPT, birth_death, size_jumps
-from .joint_size_moves import joint_size_moves
+from .joint_size_moves import RidgeSurrogate, joint_size_moves
 from .record_step import draw_records, masked, per_record, where_records
 from .spec import ModelSpec
 
@@ -59,21 +59,31 @@ SIZE_JUMPS = 10  # size jumps per iteration by default (ReversibleJumpKernel, th
 class SizeSettings(NamedTuple):
     """The static settings of the size step (:class:`~dpjax.infer.ReversibleJumpKernel`'s arguments of
     the same names): birth/death moves, size jumps, warmup iterations with n held (None: half the
-    warmup) and ridge moves per iteration."""
+    warmup), ridge moves per iteration and the ridge moves' surrogate statistic."""
 
     size_moves: int = 100
     size_jumps: int = SIZE_JUMPS
     hold_size: int | None = None
     ridge_moves: int = 0
+    ridge_surrogate: RidgeSurrogate | None = None
 
 
-def size_settings(size_moves, size_jumps, hold_size, ridge_moves) -> SizeSettings:
+def size_settings(size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate=None) -> SizeSettings:
     """:class:`SizeSettings` from a user's arguments, each checked (``ValueError`` naming it)."""
+    if ridge_surrogate is not None:
+        if not isinstance(ridge_surrogate, RidgeSurrogate):
+            raise ValueError(
+                f"`ridge_surrogate` must be a dpjax.infer.RidgeSurrogate(features, statistic) or None; "
+                f"got {type(ridge_surrogate).__name__}."
+            )
+        if not ridge_moves:
+            raise ValueError("`ridge_surrogate` steers the ridge moves: set `ridge_moves` > 0 as well.")
     return SizeSettings(
         positive_int(size_moves, "size_moves"),
         positive_int(size_jumps, "size_jumps", minimum=0),
         None if hold_size is None else positive_int(hold_size, "hold_size", minimum=0),
         positive_int(ridge_moves, "ridge_moves", minimum=0),
+        ridge_surrogate,
     )
 
 
@@ -229,7 +239,7 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
     ``settings.ridge_moves`` ridge moves among them, none of them in the first ``settings.hold_size``
     iterations (default half the warmup); adaptation ends at ``num_warmup``. Raises ``ValueError`` for
     settings that cannot apply, so before any draws where the kernel is built at ``init``."""
-    size_moves, num_jumps, hold_size, ridge_moves = settings
+    size_moves, num_jumps, hold_size, ridge_moves, surrogate = settings
     if hold_size is not None and hold_size > num_warmup:
         raise ValueError(
             f"`hold_size` ({hold_size}) exceeds num_warmup ({num_warmup}): draws would be taken with n held. "
@@ -285,7 +295,7 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
                 log_prior_n=_log_prior_n(model, spec, {**theta, site: n}, records, model_args, model_kwargs),
                 num_moves=num_moves, enabled=enabled, adapting=iteration < num_warmup,
                 model_args=model_args, model_kwargs=model_kwargs, ridge_moves=ridge_moves,
-                ridge_statistic=_ridge_statistic(infos, public),
+                ridge_statistic=_ridge_statistic(infos, public), ridge_surrogate=surrogate,
             )  # fmt: skip
             t_now = per_record(infos, {**public, **records}, active_slots(spec, n))
             residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))

@@ -24,7 +24,9 @@ then runs through :class:`~dpjax.infer.DataAugmentationKernel`.
 non-private MLEs of the seed's §6.1). :func:`unknown_n_regression_update` is the θ-step: an exact
 draw of (β, τ) from their normal–inverse-gamma conditional and one Gibbs scan of μ | Φ and Φ | μ (the
 prior of (μ, Φ) is semi-conjugate, not jointly conjugate), all from the sufficient statistics of the
-first n records.
+first n records. :func:`unknown_n_regression_ridge_surrogate` is the release statistic without its
+clamping, as a function of θ and sums of the record noise: with it, ReversibleJumpKernel's ridge moves,
+which free n when n_dp is very noisy, cost one pass over the capacity each.
 
 Precision. The seed's prior Φ ~ Wishart_p(p, W) is the least proper Wishart: it puts mass on Φ whose
 eigenvalues differ by 10⁷ and more (records then reach 10⁴), which a float32 matrix cannot hold as
@@ -41,9 +43,11 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from ..infer import RidgeSurrogate
 from ..mechanisms import LaplaceMechanism
 from ..primitives import privatized, records_plate
 from .regression import regression_statistic
@@ -52,6 +56,7 @@ __all__ = [
     "SEED_UNKNOWN_N_TRUTH",
     "unknown_n_regression",
     "unknown_n_regression_m_step",
+    "unknown_n_regression_ridge_surrogate",
     "unknown_n_regression_sensitivity",
     "unknown_n_regression_statistic",
     "unknown_n_regression_update",
@@ -87,6 +92,52 @@ def unknown_n_regression_statistic(lower: float = SEED_BOUNDS[0], upper: float =
     [-1.0, -1.0, -0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
     """
     return regression_statistic(lower, upper)
+
+
+def unknown_n_regression_ridge_surrogate(lower: float = SEED_BOUNDS[0], upper: float = SEED_BOUNDS[1]):
+    """The release statistics of :func:`unknown_n_regression` without their clamping, for
+    :class:`~dpjax.infer.ReversibleJumpKernel`'s ``ridge_surrogate`` (a
+    :class:`~dpjax.infer.RidgeSurrogate`): its ridge moves then cost one pass over the capacity each.
+
+    A record is affine in its noise z = (1, u, e) (x = μ + L u, L the Cholesky factor of Φ⁻¹;
+    y = β₀ + xᵀβ₁ + e/√τ), so is r = (1, x̃, ỹ) = A B(θ) z with x̃, ỹ mapped from [lower, upper] onto
+    [-1, 1] by A, and the released sums are entries of A B M Bᵀ Aᵀ, M = Σ z zᵀ over the records: the
+    features are z zᵀ. Exact where no record is clamped; clamped records only lower the moves'
+    acceptance (``lower``, ``upper``: the model's bounds).
+
+    >>> import jax.numpy as jnp
+    >>> surrogate = unknown_n_regression_ridge_surrogate()
+    >>> noise = {"x": jnp.array([[0.5, -1.0]]), "y": jnp.array([0.3])}
+    >>> theta = {"beta": jnp.array([0.0, -1.0, 1.0]), "tau": 1.0, "mu": jnp.array([-1.0, 1.0]),
+    ...          "Phi": jnp.eye(2)}
+    >>> totals = surrogate.features(noise)[0]
+    >>> x, y = jnp.array([-0.5, 0.0]), 0.8  # μ + u, β₀ + xᵀβ₁ + e
+    >>> expected = unknown_n_regression_statistic()({"x": x, "y": jnp.array(y)})
+    >>> bool(jnp.allclose(surrogate.statistic(theta, totals), expected))
+    True
+    """
+    scale, shift = 2.0 / (upper - lower), -(upper + lower) / (upper - lower)
+
+    def features(noise):
+        u, e = noise["x"], noise["y"]
+        z = jnp.concatenate([jnp.ones_like(e)[:, None], u, e[:, None]], axis=1)
+        return (z[:, :, None] * z[:, None, :]).reshape(z.shape[0], -1)
+
+    def statistic(theta, totals):
+        beta, mu = theta["beta"], theta["mu"]
+        p = mu.shape[0]
+        chol = dist.MultivariateNormal(mu, precision_matrix=theta["Phi"]).scale_tril
+        b = jnp.zeros((p + 2, p + 2), mu.dtype).at[0, 0].set(1.0)
+        b = b.at[1 : p + 1, 0].set(mu).at[1 : p + 1, 1 : p + 1].set(chol)
+        b = b.at[p + 1, 0].set(beta[0] + beta[1:] @ mu).at[p + 1, 1 : p + 1].set(beta[1:] @ chol)
+        b = b.at[p + 1, p + 1].set(1.0 / jnp.sqrt(theta["tau"]))
+        a = jnp.diag(jnp.full(p + 2, scale, mu.dtype).at[0].set(1.0)).at[1:, 0].set(shift)
+        ab = a @ b
+        r = ab @ totals.reshape(p + 2, p + 2) @ ab.T  # Σ r rᵀ, r = (1, x̃, ỹ)
+        rows, cols = np.triu_indices(p + 1)
+        return jnp.concatenate([r[: p + 1, p + 1], r[p + 1, p + 1, None], r[rows, cols][1:]])
+
+    return RidgeSurrogate(features, statistic)
 
 
 def _hyper(p, hyper):

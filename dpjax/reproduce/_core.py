@@ -7,6 +7,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -48,7 +49,7 @@ class Experiment:
     source: str  # the seed and where in it
     title: str
     run: Callable[..., Report]  # run(quick: bool, progress: bool) -> Report
-    full_cost: str  # what the full run costs on the 2-core development machine
+    full_cost: str  # an estimate of what the full run costs, shown until a results file records it
     needs: tuple[str, ...] = ()  # optional packages (import names) the experiment needs
     quick_verdicts: bool = False  # whether the --quick run's errors make its verdicts sound
 
@@ -273,10 +274,32 @@ def _experiment_modules() -> set[str]:
     return {e.run.__module__.rsplit(".", 1)[-1] for e in REGISTRY.values()}
 
 
+def _duration(seconds: float) -> str:
+    return (
+        f"{seconds:.0f} s"
+        if seconds < 90
+        else f"{seconds / 60:.0f} min"
+        if seconds < 5400
+        else f"{seconds / 3600:.1f} h"
+    )
+
+
+def _cost(exp: Experiment, payload: dict | None) -> str:
+    """A full run's cost: the time its results file records, with its devices (and float64), else the
+    registry's estimate."""
+    if payload is None or payload.get("quick"):
+        return f"{exp.full_cost} (estimate)"
+    parts = [p for p in payload["machine"].split(", ")[1:] if not p.startswith("jax ")]  # "1 cpu device(s)"
+    count, rest = re.match(r"(\d+) (.*) device\(s\)", parts[0]).groups()
+    parts[0] = f"{count} {rest.replace('cpu', 'CPU')} device{'s' * (count != '1')}"
+    return f"{_duration(payload['seconds'])} on {', '.join(parts)}"
+
+
 def summary_table(folder: str | Path, link: str = "", status: bool = True) -> str:
     """The reproductions table (experiment, seed, verdicts passed/total, full-run cost, whether the
     results are current) of the results files in ``folder``, one row per registered experiment: the
-    README's table and the docs' results index are rendered by this function. ``link`` prefixes each
+    README's table and the docs' results index are rendered by this function. The full-run cost is the
+    time the results file records (an estimate where there is none). ``link`` prefixes each
     experiment's link (``""``: no links); ``status=False`` gives each file's date and commit instead of
     comparing it with HEAD (a table that does not change with every commit, for the README)."""
     rows = ["| experiment | seed | verdicts passed | full run | results |", "|---|---|---|---|---|"]
@@ -284,14 +307,14 @@ def summary_table(folder: str | Path, link: str = "", status: bool = True) -> st
         path = Path(folder) / f"{exp.name}.json"
         name = f"[`{exp.name}`]({link}{exp.name}.md)" if link and path.exists() else f"`{exp.name}`"
         if not path.exists():
-            rows.append(f"| {name} | {exp.source} | — | {exp.full_cost} | not run at full settings |")
+            rows.append(f"| {name} | {exp.source} | — | {_cost(exp, None)} | not run at full settings |")
             continue
         payload = json.loads(path.read_text())
         verdicts = [r["verdict"] for r in payload["comparison"]]
         judged = sum(v in ("pass", "fail") for v in verdicts)
         quick = " (quick run)" if payload.get("quick") else ""
         rows.append(
-            f"| {name} | {exp.source} | {verdicts.count('pass')}/{judged}{quick} | {exp.full_cost} "
+            f"| {name} | {exp.source} | {verdicts.count('pass')}/{judged}{quick} | {_cost(exp, payload)} "
             f"| {freshness(payload) if status else _produced(payload)} |"
         )
     return "\n".join(rows)

@@ -319,7 +319,7 @@ def ju_loglinear(quick: bool, progress: bool) -> Report:
     source="Ju, Awan, Gong & Rao (2022) §5 Figure 2 and Appendix S-5 (coverage table, Figure S1)",
     title="Clamped linear regression: posterior means of β over 100 releases, coverage of 90 % intervals, "
     "record acceptance",
-    full_cost="~2 min",
+    full_cost="~1.5 min",
 )
 def ju_regression(quick: bool, progress: bool) -> Report:
     from numpyro.infer import Predictive

@@ -107,7 +107,7 @@ def privacy_rows(table: int, est, cells: dict, ms, num_draws: int, label: str, j
     "lazzarini-privacy",
     source="Lazzarini, §4: Tables 1–4 (Theorem 4.1, Corollary 4.1) and 5–6 (Proposition 4.2)",
     title="δ̃(ε) of the Pitman–Yor release, n = 500 records from PY(σ, θ, U[0, 1]), m ∈ {50, 125, 250}",
-    full_cost="~4 min",
+    full_cost="~3 min",
 )
 def privacy(quick: bool, progress: bool) -> Report:
     import matplotlib.pyplot as plt
@@ -584,7 +584,7 @@ FIGURES = [  # (figure, θ, σ, n, m): Algorithm 2's cases
     "lazzarini-density-ratios",
     source="Lazzarini, §4: Algorithm 2 and Figures 1–4",
     title="Density ratios of the Pitman–Yor release over neighbouring datasets, and the ε that bounds them",
-    full_cost="~1.5 min",
+    full_cost="~1 min",
 )
 def density_ratios(quick: bool, progress: bool) -> Report:
     import matplotlib.pyplot as plt

@@ -166,12 +166,15 @@ def regression_cells(
     ridge_moves=0,
     likelihood="paper",
     fixed_phi=False,
+    ridge_surrogate=True,
 ):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
     chains of β, τ and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model
     with n conditioned; else ReversibleJumpKernel with ``noncentred_moves`` joint (θ, n) moves.
     ``likelihood="seed-code"``: :func:`seed_code_regression` instead of the paper's model;
     ``fixed_phi``: the M-step holds Φ at its data-generating value (the seed code's MCEM).
+    ``ridge_surrogate``: the ridge moves (if any) solve with the model's unclamped statistics
+    (:func:`~dpjax.models.unknown_n_regression_ridge_surrogate`), else with the exact ones.
     ``stochastic_em``: θ set to the closed-form M-step at every iteration (the chain of stochastic EM),
     not drawn from its conditional, starting from the data-generating θ and records drawn there."""
     from numpyro import handlers
@@ -220,6 +223,11 @@ def regression_cells(
             size_moves=100,
             noncentred_moves=moves,
             ridge_moves=0 if stochastic_em else ridge_moves,
+            ridge_surrogate=(
+                m.unknown_n_regression_ridge_surrogate()
+                if ridge_moves and ridge_surrogate and not stochastic_em and likelihood == "paper"
+                else None
+            ),
         )
         size = lambda state: state.z["n"].astype(state.z["tau"].dtype)
 
@@ -290,8 +298,7 @@ def _regression_study(
     "awan-table1",
     source="Awan, Barrientos & Ju, §6.1, Table 1 and Table 3 (Table C1)",
     title="Linear regression with a private sample size: posterior means and variances by RJMCMC",
-    full_cost="~3 h on one core (12 cells × 100 replicates × 10 000 iterations, n = 1 000; four times "
-    "awan-table1-seed-code's replicates)",
+    full_cost="~1 h on one core (12 cells × 100 replicates × 10 000 iterations, n = 1 000)",
 )
 def awan_table1(quick: bool, progress: bool) -> Report:
     """Per replicate a new release of one dataset (n = 1 000) and a new chain; per cell the mean over
@@ -304,7 +311,7 @@ def awan_table1(quick: bool, progress: bool) -> Report:
     "awan-table1-code-mu",
     source="Awan, Barrientos & Ju, §6.1, Table 1, with the covariates' mean of the seed's code",
     title="Table 1 with μ = (1, −1), the sign of the seed's code (its text says (−1, 1))",
-    full_cost="~3 h on one core (as awan-table1)",
+    full_cost="~1 h on one core (as awan-table1)",
 )
 def awan_table1_code_mu(quick: bool, progress: bool) -> Report:
     """:func:`awan_table1` on a dataset drawn with the seed code's μ = (1, −1) (same noise)."""
@@ -316,7 +323,7 @@ def awan_table1_code_mu(quick: bool, progress: bool) -> Report:
     source="Awan, Barrientos & Ju, §6.1, Table 1, as the seed's code computes it",
     title="Table 1 as the seed's code computes it: μ = (1, −1) and its release density (Σx̃₂² dropped, "
     "n scored against the exact n) — the seed code's variant, not an analysis",
-    full_cost="~45 min on one core (25 replicates per cell; 2 538 s at dc090db)",
+    full_cost="~17 min on one core (25 replicates per cell)",
 )
 def awan_table1_seed_code(quick: bool, progress: bool) -> Report:
     """:func:`awan_table1` with μ = (1, −1) and :func:`seed_code_regression` (25 replicates per cell)."""
@@ -492,8 +499,7 @@ def _fixed_phi_m_step(records, weights):
     "awan-table2",
     source="Awan, Barrientos & Ju, §6.1, Table 2",
     title="Linear regression with a private sample size: MLEs of β and τ by stochastic EM",
-    full_cost="~55 min on one core (6 ε_n × 100 replicates × 10 000 iterations, n = 1 000; 3 328 s at "
-    "dc090db)",
+    full_cost="~25 min on one core (6 ε_n × 100 replicates × 10 000 iterations, n = 1 000)",
 )
 def awan_table2(quick: bool, progress: bool) -> Report:
     """Per replicate a new release (s, n_dp) of the Table 1 dataset (ε_s = 1) and one stochastic-EM
@@ -508,7 +514,7 @@ def awan_table2(quick: bool, progress: bool) -> Report:
     "awan-table2-seed-code",
     source="Awan, Barrientos & Ju, §6.1, Table 2, the estimand of the seed's code",
     title="Table 2 as the seed's code estimates it: μ = (1, −1) and Φ held at I in the M-step",
-    full_cost="~15 min on one core (25 replicates per ε_n; 907 s at dc090db)",
+    full_cost="~7 min on one core (25 replicates per ε_n)",
 )
 def awan_table2_seed_code(quick: bool, progress: bool) -> Report:
     """:func:`awan_table2` with the seed code's μ = (1, −1) and Φ fixed at its true value, I (the
