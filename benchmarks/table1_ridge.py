@@ -2,12 +2,14 @@
 the lowest ESS(n)) ESS(n) per second without ridge moves, with ridge moves that solve with the exact
 (clamped) release statistics (`ReversibleJumpKernel(ridge_moves=3)`, dozens of passes over the capacity
 per move), and with ridge moves that solve with the model's unclamped statistics
-(`ridge_surrogate=unknown_n_regression_ridge_surrogate()`, one pass per move), 3, 10 and 30 per
-iteration, with the default 5 joint (θ, n) moves or 15; then ESS(n)/s against ε_n, without ridge moves
-(the defaults) and with 10 surrogate ones and 15 joint moves. The awan-table1 dataset (n = 1 000,
-capacity 3 000), 4 releases per ε_n, two chains each (half warmup), 100 birth/death moves per
-iteration. Per configuration: median ESS(n) and R-hat of n over releases, run time without
-compilation, and ESS(n)/s summed over releases (about 25 min on one core).
+(`ridge_surrogate=unknown_n_regression_ridge_surrogate()`, in closed form, one pass per move), 3, 10,
+20 and 30 per iteration, with 5, 15 or 30 joint (θ, n) moves, and as surrogate transitions
+(`surrogate_steps=3`: 3 + 3 random-walk steps around each ridge step on the surrogate's target, one
+pass per move); then ESS(n)/s against ε_n, without ridge moves (the defaults) and with 20 surrogate
+transitions. The awan-table1 dataset (n = 1 000, capacity 3 000), 4 releases per ε_n, two chains each
+(half warmup), 100 birth/death moves per iteration. Per configuration: median ESS(n) and R-hat of n
+over releases, run time without compilation, and ESS(n)/s summed over releases (about 30 min on one
+core).
 
     python benchmarks/table1_ridge.py
 """
@@ -21,21 +23,25 @@ from dpjax.reproduce.unknown_n import N, confidential_regression_data, regressio
 from dpjax.studies import posterior_summaries, run_study
 
 RELEASES = 4
-#: (ridge moves, surrogate, joint moves, iterations) at ε_n = 0.001
+#: (ridge moves, surrogate, joint moves, iterations, surrogate steps) at ε_n = 0.001
 CONFIGS = (
-    (0, False, 5, 8_000),
-    (0, False, 15, 8_000),
-    (3, False, 5, 2_000),
-    (3, True, 5, 8_000),
-    (10, True, 5, 8_000),
-    (30, True, 5, 8_000),
-    (10, True, 15, 8_000),
+    (0, False, 5, 8_000, 0),
+    (0, False, 15, 8_000, 0),
+    (3, False, 5, 2_000, 0),
+    (3, True, 5, 8_000, 0),
+    (10, True, 5, 8_000, 0),
+    (30, True, 5, 8_000, 0),
+    (10, True, 15, 8_000, 0),
+    (20, True, 30, 8_000, 0),
+    (20, True, 5, 8_000, 3),
 )
-#: the curve against ε_n: (ridge moves, surrogate, joint moves) at 4 000 iterations
-CURVE_EPS_N, CURVE = (0.001, 0.01, 0.1, 1.0), ((0, False, 5), (10, True, 15))
+#: the curve against ε_n: (ridge moves, surrogate, joint moves, surrogate steps) at 4 000 iterations
+CURVE_EPS_N, CURVE = (0.001, 0.01, 0.1, 1.0), ((0, False, 5, 0), (20, True, 5, 3))
 
 
-def run_cell(ridge: int, iterations: int, releases: int = RELEASES, surrogate=False, eps_n=(0.001,), joint=5):
+def run_cell(
+    ridge: int, iterations: int, releases: int = RELEASES, surrogate=False, eps_n=(0.001,), joint=5, steps=0
+):
     """One vmapped study at ε_s = 1 and each ``eps_n`` with ``ridge`` ridge moves and ``joint`` joint
     (θ, n) moves per iteration (half of ``iterations`` warmup), the ridge moves solving with the
     surrogate statistic if ``surrogate``: its table, one row per release and ε_n, with n's mean, sd,
@@ -43,7 +49,7 @@ def run_cell(ridge: int, iterations: int, releases: int = RELEASES, surrogate=Fa
     _, _, T = confidential_regression_data(N)
     cell = regression_cells(
         N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=joint,
-        ridge_moves=ridge, ridge_surrogate=surrogate,
+        ridge_moves=ridge, ridge_surrogate=surrogate, surrogate_steps=steps,
     )  # fmt: skip
     return run_study(
         cell, {"eps_s": [1.0], "eps_n": list(eps_n)}, replicates=releases, rng_key=jax.random.key(11),
@@ -62,9 +68,9 @@ def write(name: str, heading: str, intro: str, rows: list[dict], extra=None) -> 
     write_results(name, {"rows": rows, **(extra or {})}, md)
 
 
-def label(ridge: int, surrogate: bool, joint: int) -> str:
+def label(ridge: int, surrogate: bool, joint: int, steps: int = 0) -> str:
     moves = "none" if not ridge else f"{ridge}, {'surrogate' if surrogate else 'exact statistics'}"
-    return f"{moves}; {joint} joint"
+    return f"{moves}{f' with {steps} + {steps} steps' if steps else ''}; {joint} joint"
 
 
 def main():
@@ -72,12 +78,12 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     ).parse_args()
     rows = []
-    for ridge, surrogate, joint, iterations in CONFIGS:
-        df = run_cell(ridge, iterations, surrogate=surrogate, joint=joint)
+    for ridge, surrogate, joint, iterations, steps in CONFIGS:
+        df = run_cell(ridge, iterations, surrogate=surrogate, joint=joint, steps=steps)
         seconds = float(df["seconds"].iloc[0])
         rows.append(
             {
-                "ridge moves; joint moves": label(ridge, surrogate, joint),
+                "ridge moves; joint moves": label(ridge, surrogate, joint, steps),
                 "iterations": iterations,
                 "E n per release": ", ".join(f"{v:.0f}" for v in df["n_mean"]),
                 "sd n per release": ", ".join(f"{v:.0f}" for v in df["n_sd"]),
@@ -91,14 +97,14 @@ def main():
         rows[-1]["× none"] = rows[-1]["ESS(n)/s"] / rows[0]["ESS(n)/s"]
         print(rows[-1], flush=True)
     curve = []
-    for ridge, surrogate, joint in CURVE:
-        df = run_cell(ridge, 4_000, surrogate=surrogate, eps_n=CURVE_EPS_N, joint=joint)
+    for ridge, surrogate, joint, steps in CURVE:
+        df = run_cell(ridge, 4_000, surrogate=surrogate, eps_n=CURVE_EPS_N, joint=joint, steps=steps)
         per_cell = float(df["seconds"].iloc[0]) / len(CURVE_EPS_N)  # the cells run together, vmapped
         for eps_n, group in df.groupby("eps_n"):
             curve.append(
                 {
                     "ε_n": float(eps_n),
-                    "ridge moves; joint moves": label(ridge, surrogate, joint),
+                    "ridge moves; joint moves": label(ridge, surrogate, joint, steps),
                     "median ESS(n)": float(group["n_ess"].median()),
                     "largest R-hat(n)": float(group["n_rhat"].max()),
                     "seconds per ε_n": per_cell,
@@ -118,7 +124,7 @@ def main():
         f"{RELEASES} releases of the awan-table1 dataset (n = {N:,}, capacity 3 000), two chains per release "
         "(half warmup), 100 birth/death moves per iteration and 5 joint (θ, n) moves unless said. Ridge moves solve for θ at "
         "each proposed n with the exact (clamped) release statistics or with the model's unclamped ones "
-        "(`unknown_n_regression_ridge_surrogate`); both are exact MCMC. ESS(n) and split R-hat of n over "
+        "(`unknown_n_regression_ridge_surrogate`, solved in closed form); both are exact MCMC; with steps: each ridge move a surrogate transition with that many random-walk steps on the surrogate's target before and after its ridge step. ESS(n) and split R-hat of n over "
         "the two chains of a release; seconds: the study's run time without compilation (all releases "
         "vmapped); ESS(n)/s: summed over releases; × none: against no ridge moves. First ε_n = 0.001:",
         rows,

@@ -164,36 +164,60 @@ def normal_mean_update(key, records, params):
     return {"mu": mean + jax.random.normal(key) / jnp.sqrt(precision)}
 
 
-#: the sum of Normal(μ, 1) records x = μ + u as a function of μ and the sums of (1, u); a rough one
-#: (u's sum scaled by 0.8) steers the ridge moves off the ridge, which their acceptance must undo
-ridge_surrogate = lambda weight: dpjax.infer.RidgeSurrogate(
-    lambda noise: jnp.stack([jnp.ones_like(noise["x"]), noise["x"]], 1),
-    lambda theta, totals: (theta["mu"] * totals[0] + weight * totals[1])[None],
+def ridge_surrogate(weight, closed_form=False, shift=0.0):
+    """The sum of Normal(μ, 1) records x = μ + u as a function of μ and the sums of (1, u); a rough
+    one (u's sum scaled by 0.8, and ``shift`` added) steers the ridge moves off the ridge, which their
+    acceptance must undo. ``closed_form``: with its ``solve`` (μ from the sum), else the moves solve
+    by Newton."""
+    solve = lambda value, totals: {"mu": (value[0] - shift - weight * totals[1]) / totals[0]}
+    return dpjax.infer.RidgeSurrogate(
+        lambda noise: jnp.stack([jnp.ones_like(noise["x"]), noise["x"]], 1),
+        lambda theta, totals: (theta["mu"] * totals[0] + weight * totals[1] + shift)[None],
+        solve if closed_form else None,
+    )
+
+
+@pytest.mark.parametrize(
+    "ridge_moves, surrogate, closed_form, steps",
+    [
+        (0, None, False, 0),
+        (3, None, False, 0),
+        (3, 1.0, False, 0),
+        (3, 0.8, False, 0),
+        (3, 0.8, True, 0),
+        (3, 0.8, True, 3),
+    ],
 )
-
-
-@pytest.mark.parametrize("ridge_moves, surrogate", [(0, None), (3, None), (3, 1.0), (3, 0.8)])
-def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves, surrogate):
+def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves, surrogate, closed_form, steps):
     """Normal records, a noisy sum and a noisy n (ε_n = 0.1): the exact posterior of (μ, n) by
     enumeration over n and quadrature over the sum (tests/oracles.py), with and without the ridge
     moves, which solve for μ at each proposed n (an involution with a volume factor: wrong
     without it); they must be accepted often, not just harmless. With the statistic as a surrogate
-    (``ridge_surrogate``, 1.0: the exact sum) the moves solve by Newton; with a rough one (0.8) the
-    solves miss the ridge and only the acceptance keeps the chain exact."""
+    (``ridge_surrogate``, 1.0: the exact sum) the moves solve by Newton, or by the surrogate's closed
+    form; with a rough one (0.8) the solves miss the ridge and only the acceptance keeps the chain
+    exact. With ``surrogate_steps`` each ridge move is a surrogate transition: random-walk and ridge
+    steps on the target of a rough surrogate that is also shifted by 2 (a different posterior: μ
+    lower by about 2/n), then one accept/reject against the exact target, which alone keeps the chain
+    on the exact posterior."""
     s_dp, n_dp = 90.0, 31.7
+    rough = None if surrogate is None else ridge_surrogate(surrogate, closed_form, 2.0 * bool(steps))
     kernel = ReversibleJumpKernel(
         lambda: normal_size_model(CAP, s_dp, n_dp),
         theta_update=normal_mean_update,
         noncentred_moves=3,
         ridge_moves=ridge_moves,
-        ridge_surrogate=None if surrogate is None else ridge_surrogate(surrogate),
+        ridge_surrogate=rough,
+        surrogate_steps=steps,
     )
     mcmc = MCMC(kernel, num_warmup=500, num_samples=4000, num_chains=4, chain_method="vectorized",
                 progress_bar=False)  # fmt: skip
-    mcmc.run(jax.random.key(0), extra_fields=("nc.ridge_rate",))
+    mcmc.run(jax.random.key(0), extra_fields=("nc.ridge_rate", "nc.surrogate_rate"))
     assert_matches(mcmc, *exact_unknown_n_normal(s_dp, n_dp, LAPLACE, NOISY_N, CAP), site="mu")
+    fields = mcmc.get_extra_fields()
     if ridge_moves:
-        assert 0.3 < float(np.mean(mcmc.get_extra_fields()["nc.ridge_rate"])) < 0.6
+        assert 0.3 < float(np.mean(fields["nc.ridge_rate"])) < 0.6
+    if steps:
+        assert float(np.mean(fields["nc.surrogate_rate"])) > 0.2
 
 
 @pytest.mark.slow
@@ -414,6 +438,18 @@ def test_errors():
         kernel = ReversibleJumpKernel(
             lambda: normal_size_model(CAP, 90.0, 31.7), noncentred_moves=2, ridge_moves=2,
             ridge_surrogate=wrong_shape,
+        )  # fmt: skip
+        run(kernel, num_warmup=5, num_samples=5, num_chains=1)
+    with pytest.raises(ValueError, match="surrogate_steps.*ridge_surrogate"):
+        ReversibleJumpKernel(model, ridge_moves=2, surrogate_steps=3)
+    with pytest.raises(ValueError, match="surrogate_steps"):
+        ReversibleJumpKernel(model, ridge_moves=2, ridge_surrogate=ridge_surrogate(1.0), surrogate_steps=-1)
+    good = ridge_surrogate(1.0)
+    wrong_solve = dpjax.infer.RidgeSurrogate(*good[:2], lambda value, totals: {"mu": value})
+    with pytest.raises(ValueError, match=r"ridge_surrogate.solve.*shapes.*mu.*\(\).*\(1,\)"):
+        kernel = ReversibleJumpKernel(
+            lambda: normal_size_model(CAP, 90.0, 31.7), noncentred_moves=2, ridge_moves=2,
+            ridge_surrogate=wrong_solve,
         )  # fmt: skip
         run(kernel, num_warmup=5, num_samples=5, num_chains=1)
 

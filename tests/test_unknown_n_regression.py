@@ -203,3 +203,29 @@ def test_ridge_surrogate_is_the_release_statistic_where_nothing_is_clamped(bound
     got = surrogate.statistic(theta, jnp.sum(surrogate.features(noise)[:n], 0))
     assert got.shape == exact.shape == (9,)
     assert np.allclose(got, exact, rtol=1e-4, atol=1e-4) == equal
+
+
+def test_ridge_surrogate_solves_for_theta_in_closed_form():
+    """The surrogate's ``solve`` is the inverse of its statistic in θ: it gives back θ from its own
+    statistic, and at other sums of the noise (the first n* records instead of n) a θ* whose
+    statistic is the given one (what a ridge move needs); a statistic that no θ gives (here Σ x̃₁² = 0
+    with Σ x̃₁ ≠ 0) has no solution and comes back NaN."""
+    rng = np.random.default_rng(2)
+    noise = {"x": jnp.asarray(rng.normal(size=(60, 2))), "y": jnp.asarray(rng.normal(size=60))}
+    theta = {
+        "beta": jnp.array([0.4, -1.0, 1.5]),
+        "tau": jnp.array(2.0),
+        "mu": jnp.array([-1.0, 1.0]),
+        "Phi": jnp.array([[2.0, 0.6], [0.6, 1.0]]),
+    }
+    surrogate = m.unknown_n_regression_ridge_surrogate()
+    totals = jnp.cumsum(surrogate.features(noise), 0)
+    value = surrogate.statistic(theta, totals[39])
+    back = surrogate.solve(value, totals[39])
+    for k in theta:
+        np.testing.assert_allclose(back[k], theta[k], rtol=1e-4, atol=1e-4)
+    moved = surrogate.solve(value, totals[59])
+    np.testing.assert_allclose(surrogate.statistic(moved, totals[59]), value, rtol=1e-4, atol=1e-3)
+    assert not np.allclose(moved["mu"], theta["mu"], atol=1e-2)
+    impossible = surrogate.solve(value.at[6].set(0.0), totals[39])  # Σ x̃₁² = 0 with Σ x̃₁ ≠ 0
+    assert value[4] != 0 and np.isnan(impossible["mu"]).any()

@@ -34,10 +34,18 @@ that are (before any clamping) polynomials in θ whose coefficients are sums of 
 a :class:`RidgeSurrogate` says so, and the ridge moves then solve S̃(φ*, n*) = S̃(φ, n) for the
 surrogate S̃ in O(dim) per step, from prefix sums of the slots' noise features taken once per
 iteration, by Newton's method (the Jacobian is cheap now), and pay one pass over the capacity per
-move (the exact target at the proposal). Any
-deterministic S̃ keeps the moves exact — the map is still an involution with its volume factor, and
-the acceptance uses the model's exact target; the nearer S̃ is to S (few clamped records), the more
-moves are accepted.
+move (the exact target at the proposal); a surrogate that can also say which θ gives a statistic
+(``solve``, e.g. the §6.1 regression's by two Cholesky factors) replaces Newton's while loop by that
+closed form. Any deterministic S̃ keeps the moves exact — the map is still an involution with its
+volume factor, and the acceptance uses the model's exact target; the nearer S̃ is to S (few clamped
+records), the more moves are accepted.
+
+With ``surrogate_steps`` = m each ridge move becomes a surrogate transition (Liu 2001, §9.4.3): m
+random-walk steps of (φ, n), one ridge step and m random-walk steps again, each Metropolis on π̃,
+the target with S̃ for the release statistics (O(dim) per step: no pass over the capacity), then one
+accept/reject of the end point y from the start x with [π(y) π̃(x)] / [π(x) π̃(y)]. The sequence is a
+palindrome of π̃-reversible steps, hence π̃-reversible itself, which is all the method asks: the move
+is exact for π whatever π̃, and costs one pass.
 """
 
 from __future__ import annotations
@@ -75,12 +83,17 @@ class RidgeSurrogate(NamedTuple):
       order of the model's privatized sites, of records g(θ, u) over slots whose features sum to
       ``totals`` (F,); smooth in θ, e.g. the statistics without their clamping.
 
+    - **solve(value, totals) -> θ** (optional) – the θ at which ``statistic(θ, totals)`` equals
+      ``value``, in closed form (NaN where there is none): the moves then take it instead of
+      Newton's method, whose while loop dominates a move's cost.
+
     S̃ only steers the moves: a rough one lowers their acceptance, never their exactness.
     :func:`dpjax.models.unknown_n_regression_ridge_surrogate` is the §6.1 regression's.
     """
 
     features: Callable
     statistic: Callable
+    solve: Callable | None = None
 
 
 class JointState(NamedTuple):
@@ -90,6 +103,7 @@ class JointState(NamedTuple):
     rw: RWState
     log_ridge: jax.Array  # log σ: the sd of a ridge move's step in n
     ridge_rate: jax.Array  # the last iteration's mean acceptance probability of its ridge moves
+    surrogate_rate: jax.Array  # …of its surrogate transitions against the exact target (0: none)
 
     @property
     def log_step(self):
@@ -101,7 +115,8 @@ def init_joint_state(theta, supports) -> JointState:
     flat, _ = unconstrain(theta, supports)
     dim = flat.shape[0] + 1
     rw = init_rw(dim, flat.dtype, jnp.array(2.38 / jnp.sqrt(dim), flat.dtype))
-    return JointState(rw, jnp.log(jnp.array(10.0, flat.dtype)), jnp.zeros((), flat.dtype))
+    zero = jnp.zeros((), flat.dtype)
+    return JointState(rw, jnp.log(jnp.array(10.0, flat.dtype)), zero, zero)
 
 
 def _cholesky(state: RWState):
@@ -140,6 +155,8 @@ def joint_size_moves(
     ridge_moves: int = 0,
     ridge_statistic=None,
     ridge_surrogate: RidgeSurrogate | None = None,
+    surrogate_steps: int = 0,
+    release_log_eta=None,
 ):
     """``num_moves`` random-walk Metropolis moves of (θ, n) with the record noise held fixed, then
     ``ridge_moves`` moves along the ridge S(φ, n) = const (module docstring).
@@ -158,6 +175,9 @@ def joint_size_moves(
       (all but n's), summed over the first n records, a vector of dim φ; needed when ``ridge_moves`` > 0.
     :param ridge_surrogate: a :class:`RidgeSurrogate` that the ridge moves solve with instead of
       ``ridge_statistic`` (O(dim) per solve step instead of a pass over the capacity).
+    :param surrogate_steps: with a ``ridge_surrogate``, each ridge move becomes a surrogate
+      transition with this many random-walk steps on either side of its ridge step, on the target
+      with the surrogate statistic and log η ``release_log_eta(S̃, n)`` (module docstring); 0: none.
     :returns: ``(theta, n, records, state, accept_rate, blocked)``; records are g(θ, u) in every
       slot, ``blocked`` counts proposals refused for passing the capacity.
     """
@@ -201,12 +221,13 @@ def joint_size_moves(
     carry, probs = jax.lax.scan(move, init, random.split(key_moves, num_moves))
     rate = jnp.mean(probs)
     learn = enabled & adapting
-    log_ridge, ridge_rate = state.log_ridge, state.ridge_rate
+    log_ridge, ridge_rate, surrogate_rate = state.log_ridge, state.ridge_rate, state.surrogate_rate
     if ridge_moves:
         if ridge_surrogate is None:
             statistic = lambda phi, n: ridge_statistic(target(phi, {size_site: n}, releases=False)[2], n)
+            solver = "chord"
         else:
-            statistic = _surrogate_statistic(ridge_surrogate, noise, theta, supports, capacity)
+            statistic, solver = _surrogate(ridge_surrogate, noise, theta, supports, capacity)
             got = jax.eval_shape(statistic, phi, n).shape  # (at tracing: before any draws)
             want = jax.eval_shape(ridge_statistic, buffer, n).shape
             if got != want:
@@ -214,19 +235,19 @@ def joint_size_moves(
                     f"`ridge_surrogate.statistic` returned shape {got}; the release statistics it stands "
                     f"for (all but n's, flattened) have shape {want}."
                 )
-        cheap = ridge_surrogate is not None
-        carry, ridge_rate = _ridge_moves(
-            key_ridge,
-            carry,
-            ridge_moves,
-            log_ridge,
-            statistic,
-            log_density,
-            capacity,
-            support,
-            enabled,
-            cheap,
-        )
+        log_surrogate = None
+        if surrogate_steps:
+
+            def log_surrogate(phi, n):  # log π̃: the target with S̃ for the release statistics
+                m = jnp.clip(n, 0, capacity)
+                lp = log_density(phi, m, releases=False)[0] + release_log_eta(statistic(phi, m), m)
+                return jnp.where(support(n) & (n <= capacity), lp, -jnp.inf)
+
+        args = (ridge_moves, log_ridge, statistic, solver, log_density, capacity, support, enabled)
+        surrogate_args = (log_surrogate, surrogate_steps, chol)
+        carry, ridge_rate, exact_rate = _ridge_moves(key_ridge, carry, *args, *surrogate_args)
+        if surrogate_steps:
+            surrogate_rate = jnp.where(enabled, exact_rate, jnp.nan)
         step = gain(state.rw) * (ridge_rate - RIDGE_ACCEPT)
         log_ridge = jnp.where(learn, log_ridge + step, log_ridge)
     phi, n, _, theta, records, blocked = carry
@@ -235,13 +256,15 @@ def joint_size_moves(
         adapt(state.rw, jnp.append(phi, n.astype(phi.dtype)), rate, TARGET_ACCEPT, learn),
         log_ridge,
         jnp.where(enabled, ridge_rate, jnp.nan) if ridge_moves else ridge_rate,
+        surrogate_rate,
     )
     return theta, n, records, state, jnp.where(enabled, rate, jnp.nan), blocked
 
 
-def _surrogate_statistic(surrogate: RidgeSurrogate, noise, theta, supports, capacity):
-    """``(φ, n) -> S̃``: the surrogate's statistic at θ(φ) of the first n slots, from prefix sums of
-    the slots' noise features (one O(capacity) pass here, O(dim) per call)."""
+def _surrogate(surrogate: RidgeSurrogate, noise, theta, supports, capacity):
+    """``(φ, n) -> S̃``, the surrogate's statistic at θ(φ) of the first n slots from prefix sums of
+    the slots' noise features (one O(capacity) pass here, O(dim) per call), and the ridge moves'
+    solver: ``"newton"``, or ``(φ, n, goal) -> (root, ok)`` from the surrogate's closed form."""
     features = surrogate.features(noise)
     if features.ndim != 2 or features.shape[0] != capacity:
         raise ValueError(
@@ -249,16 +272,34 @@ def _surrogate_statistic(surrogate: RidgeSurrogate, noise, theta, supports, capa
             f"got {features.shape}."
         )
     totals = jnp.concatenate([jnp.zeros_like(features[:1]), jnp.cumsum(features, 0)])
-    constrain = unconstrain(theta, supports)[1]
-    return lambda phi, n: surrogate.statistic(constrain(phi), totals[n])
+    flat, constrain = unconstrain(theta, supports)
+    statistic = lambda phi, n: surrogate.statistic(constrain(phi)[0], totals[n])
+    if surrogate.solve is None:
+        return statistic, "newton"
+    value = jax.eval_shape(statistic, flat, 0)
+    got = jax.tree.map(jnp.shape, jax.eval_shape(surrogate.solve, value, totals[0]))
+    want = jax.tree.map(jnp.shape, theta)
+    if got != want:  # (at tracing: before any draws)
+        raise ValueError(f"`ridge_surrogate.solve` must return θ with the shapes {want}; got {got}.")
+
+    def closed_form(phi, n, goal):
+        root = unconstrain(surrogate.solve(goal, totals[n]), supports)[0]
+        return root, jnp.all(jnp.isfinite(root))
+
+    return statistic, closed_form
 
 
 def _ridge_moves(
-    rng_key, carry, num_moves, log_sigma, statistic, log_density, capacity, support, enabled, cheap_jacobian
-):
+    rng_key, carry, num_moves, log_sigma, statistic, solver, log_density, capacity, support, enabled,
+    log_surrogate=None, steps=0, chol=None,
+):  # fmt: skip
     """``num_moves`` moves along S(φ, n) = const from ``carry`` = (φ, n, log target, θ, records,
-    blocked) (module docstring); returns the new carry and the mean acceptance probability. The
-    solves are Newton's where the Jacobian is ``cheap_jacobian`` (a surrogate's), else chord-Newton's."""
+    blocked) (module docstring); returns the new carry, the mean acceptance probability of the ridge
+    steps, and that of the accept/reject against the exact target (the same without a surrogate
+    target). The solves are ``solver``'s: ``"chord"`` (chord-Newton, for the exact statistics),
+    ``"newton"`` (where the Jacobian is cheap: a surrogate's) or ``(φ, n, goal) -> (root, ok)`` (a
+    closed form). With ``log_surrogate`` (φ, n) -> log π̃, each move is a surrogate transition with
+    ``steps`` random-walk steps of Cholesky factor ``chol`` on either side of its ridge step."""
     phi0 = carry[0]
     tol = jnp.sqrt(jnp.finfo(phi0.dtype).eps)
 
@@ -301,27 +342,35 @@ def _ridge_moves(
         out = jax.lax.while_loop(far, step, (phi, inf, inf, 0))
         return out[0], done(out)
 
-    solve = newton if cheap_jacobian else solve
+    if callable(solver):
+        solve = lambda phi, n, goal, jac: solver(phi, n, goal)
+    else:
+        solve = newton if solver == "newton" else solve
 
-    def move(carry, key):
-        (phi, n, lp, theta, recs, blocked), (goal, jac) = carry
-        k1, k2 = random.split(key)
-        k = jnp.round(jnp.exp(log_sigma) * random.normal(k1, (), phi.dtype)).astype(n.dtype)
+    def propose(key, phi, n, goal, jac):
+        """A ridge proposal (φ*, n*) with its S and ∂S/∂φ there, whether it is an involution's image
+        (both solves converge and the reverse one comes back; from (φ*, n*) the same solves run the
+        other way round, so the condition holds at both ends), the log volume factor, and how many
+        proposals passed the capacity (0 or 1)."""
+        k = jnp.round(jnp.exp(log_sigma) * random.normal(key, (), phi.dtype)).astype(n.dtype)
         n_star = n + k
         inside = support(n_star) & (n_star <= capacity) & (k != 0)
         n_star = jnp.where(inside, n_star, n)
         phi_star, forward = solve(phi, n_star, goal, jac)
         goal_star, jac_star = value_and_jacobian(phi_star, n_star)
         phi_back, backward = solve(phi_star, n, goal_star, jac_star)
-        # an involution where both solves converge and the reverse one comes back; refused elsewhere
-        # (from (φ*, n*) the same solves run the other way round: the condition holds at both ends)
-        returns = (
-            forward & backward & (jnp.max(jnp.abs(phi_back - phi)) <= tol * (1.0 + jnp.max(jnp.abs(phi))))
-        )
-        lp_star, theta_star, recs_star = log_density(phi_star, n_star)
+        back = jnp.max(jnp.abs(phi_back - phi)) <= tol * (1.0 + jnp.max(jnp.abs(phi)))
+        returns = forward & backward & back
         volume = jnp.linalg.slogdet(jac)[1] - jnp.linalg.slogdet(jac_star)[1]
-        log_alpha = jnp.where(inside & returns, jnp.nan_to_num(lp_star - lp + volume, nan=-jnp.inf), -jnp.inf)
-        blocked = blocked + (enabled & (n + k > capacity) & support(n + k)).astype(blocked.dtype)
+        beyond = enabled & (n + k > capacity) & support(n + k)
+        return (phi_star, n_star, goal_star, jac_star), inside & returns, volume, beyond
+
+    def move(carry, key):
+        (phi, n, lp, theta, recs, blocked), (goal, jac) = carry
+        k1, k2 = random.split(key)
+        (phi_star, n_star, goal_star, jac_star), ok, volume, beyond = propose(k1, phi, n, goal, jac)
+        lp_star, theta_star, recs_star = log_density(phi_star, n_star)
+        log_alpha = jnp.where(ok, jnp.nan_to_num(lp_star - lp + volume, nan=-jnp.inf), -jnp.inf)
         (new, solved), info = accept(
             k2,
             log_alpha,
@@ -329,8 +378,45 @@ def _ridge_moves(
             ((phi, n, lp, theta, recs), (goal, jac)),
             enabled & jnp.isfinite(lp),
         )
-        return ((*new, blocked), solved), info.accept_prob
+        return ((*new, blocked + beyond.astype(blocked.dtype)), solved), (info.accept_prob, info.accept_prob)
+
+    def surrogate_move(carry, key):
+        """A surrogate transition (Liu 2001, §9.4.3): ``steps`` random-walk steps of (φ, n), one ridge
+        step and ``steps`` random-walk steps again, all Metropolis on the surrogate target π̃ (a
+        palindrome of π̃-reversible steps, so reversible with respect to π̃), then one accept/reject
+        of the end point with [π(y) π̃(x)] / [π(x) π̃(y)]: exact for π, one pass over the capacity."""
+        (phi, n, lp, theta, recs, blocked), _ = carry
+        lt = log_surrogate(phi, n)
+
+        def walk(state, key):
+            phi, n, lt, beyond = state
+            k1, k2 = random.split(key)
+            d = chol @ random.normal(k1, (phi.shape[0] + 1,), phi.dtype)
+            phi_star, n_star = phi + d[:-1], n + jnp.round(d[-1]).astype(n.dtype)
+            lt_star = log_surrogate(phi_star, n_star)  # -inf beyond the capacity or n's support
+            beyond = beyond + (enabled & (n_star > capacity) & support(n_star)).astype(beyond.dtype)
+            new, info = accept(k2, lt_star - lt, (phi_star, n_star, lt_star), (phi, n, lt), enabled)
+            return (*new, beyond), info.accept_prob
+
+        keys = random.split(key, 2 * steps + 2)
+        (phi1, n1, lt1, beyond), walked = jax.lax.scan(walk, (phi, n, lt, blocked * 0), keys[:steps])
+        goal, jac = value_and_jacobian(phi1, n1)
+        (phi2, n2, _, _), ok, volume, over = propose(keys[steps], phi1, n1, goal, jac)
+        lt2 = log_surrogate(phi2, n2)
+        log_alpha = jnp.where(ok, jnp.nan_to_num(lt2 - lt1 + volume, nan=-jnp.inf), -jnp.inf)
+        (phi2, n2, lt2), ridge = accept(keys[steps + 1], log_alpha, (phi2, n2, lt2), (phi1, n1, lt1), enabled)
+        (phi3, n3, lt3, beyond), walked_back = jax.lax.scan(
+            walk, (phi2, n2, lt2, beyond + over.astype(beyond.dtype)), keys[steps + 2 :]
+        )
+        lp_star, theta_star, recs_star = log_density(phi3, n3)
+        log_alpha = jnp.nan_to_num(lp_star - lp - (lt3 - lt), nan=-jnp.inf)
+        new, info = accept(
+            keys[-1], log_alpha, (phi3, n3, lp_star, theta_star, recs_star), (phi, n, lp, theta, recs),
+            enabled & jnp.isfinite(lp) & jnp.isfinite(lt),
+        )  # fmt: skip
+        return ((*new, blocked + beyond), carry[1]), (ridge.accept_prob, info.accept_prob)
 
     start = value_and_jacobian(phi0, carry[1])  # (ReversibleJumpKernel checks dim S = dim φ)
-    (carry, _), probs = jax.lax.scan(move, (carry, start), random.split(rng_key, num_moves))
-    return carry, jnp.mean(probs)
+    step = move if log_surrogate is None else surrogate_move
+    (carry, _), (ridge, exact) = jax.lax.scan(step, (carry, start), random.split(rng_key, num_moves))
+    return carry, jnp.mean(ridge), jnp.mean(exact)

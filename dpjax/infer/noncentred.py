@@ -434,10 +434,17 @@ def _log_target(model, noise, dtypes, model_args, model_kwargs, theta, releases=
 
 
 def unconstrain(theta, supports):
-    """θ flattened in its unconstrained space (``ravel_pytree`` order), and ``constrain(flat) -> θ``."""
+    """θ flattened in its unconstrained space (``ravel_pytree`` order), and ``constrain(flat) -> (θ,
+    log |J|)``, J the Jacobian of that map."""
     transforms = {k: biject_to(supports[k]) for k in theta}
     flat, unravel = ravel_pytree({k: transforms[k].inv(theta[k]) for k in theta})
-    return flat, lambda flat: {k: transforms[k](v) for k, v in unravel(flat).items()}
+
+    def constrain(flat):
+        phi = unravel(flat)
+        theta = {k: transforms[k](v) for k, v in phi.items()}
+        return theta, sum(jnp.sum(transforms[k].log_abs_det_jacobian(phi[k], theta[k])) for k in phi)
+
+    return flat, constrain
 
 
 def unconstrained_target(model, noise, dtypes, supports, theta, model_args, model_kwargs):
@@ -446,13 +453,10 @@ def unconstrained_target(model, noise, dtypes, supports, theta, model_args, mode
     returning ``(log density, θ, rebuilt records)``. With ``releases=False`` the log η term is left
     out: a move's start adds the log η that the record sweep's residuals already give, which spares
     one O(n) pass over the records."""
-    transforms = {k: biject_to(supports[k]) for k in theta}
-    flat, unravel = ravel_pytree({k: transforms[k].inv(theta[k]) for k in theta})
+    flat, constrain = unconstrain(theta, supports)
 
     def log_density(flat, given={}, releases=True):  # noqa: B006 (read only)
-        phi = unravel(flat)
-        theta = {k: transforms[k](v) for k, v in phi.items()}
-        log_jac = sum(jnp.sum(transforms[k].log_abs_det_jacobian(phi[k], theta[k])) for k in phi)
+        theta, log_jac = constrain(flat)
         log_p, recs = _log_target(
             model, noise, dtypes, model_args, model_kwargs, {**theta, **given}, releases
         )
@@ -508,7 +512,7 @@ def build_kernel(model, supports, num_moves: int):
 
 def init_nc_state(theta, supports) -> RWState:
     """The moves' random-walk state before adaptation (step 0.5 on unconstrained θ)."""
-    flat, _ = ravel_pytree({k: biject_to(supports[k]).inv(theta[k]) for k in theta})
+    flat, _ = unconstrain(theta, supports)
     return init_rw(flat.shape[0], flat.dtype, 0.5)
 
 

@@ -52,6 +52,12 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         the ridge moves solve with: one pass over the capacity per move instead of dozens, with the
         same exactness (the acceptance uses the model's exact target). The §6.1 regression's is
         :func:`dpjax.models.unknown_n_regression_ridge_surrogate`. Default None.
+    :param surrogate_steps: with a ``ridge_surrogate``, each ridge move becomes a surrogate
+        transition: this many random-walk steps of (θ, n) on either side of its ridge step, all on the
+        target whose release statistics are the surrogate's (O(dim) each), then one accept/reject
+        against the exact target (one pass over the capacity; exact whatever the surrogate, Liu 2001
+        §9.4.3; rate in ``"nc.surrogate_rate"``). Where n_dp is very noisy a pass then buys many steps
+        across the ridges as well as along them (``benchmarks/table1_ridge.py``). Default 0: none.
     :param hold_size: warmup iterations that keep n at its start while the sweep and θ fit the records
         to the release (default: half of ``num_warmup``; at most ``num_warmup``).
     :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the current
@@ -98,11 +104,14 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         hold_size: int | None = None,
         ridge_moves: int = 0,
         ridge_surrogate: RidgeSurrogate | None = None,
+        surrogate_steps: int = 0,
         store_records: bool = False,
         record_update: str = "sweep",
         record_sweeps: int = 1,
     ):
-        size = size_step.size_settings(size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate)
+        size = size_step.size_settings(
+            size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate, surrogate_steps
+        )
         super().__init__(
             model,
             inner_kernel=inner_kernel,

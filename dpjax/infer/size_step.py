@@ -66,9 +66,12 @@ class SizeSettings(NamedTuple):
     hold_size: int | None = None
     ridge_moves: int = 0
     ridge_surrogate: RidgeSurrogate | None = None
+    surrogate_steps: int = 0
 
 
-def size_settings(size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate=None) -> SizeSettings:
+def size_settings(
+    size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate=None, surrogate_steps=0
+) -> SizeSettings:
     """:class:`SizeSettings` from a user's arguments, each checked (``ValueError`` naming it)."""
     if ridge_surrogate is not None:
         if not isinstance(ridge_surrogate, RidgeSurrogate):
@@ -78,12 +81,15 @@ def size_settings(size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogat
             )
         if not ridge_moves:
             raise ValueError("`ridge_surrogate` steers the ridge moves: set `ridge_moves` > 0 as well.")
+    if positive_int(surrogate_steps, "surrogate_steps", minimum=0) and ridge_surrogate is None:
+        raise ValueError("`surrogate_steps` walk on the target with the `ridge_surrogate`: give one as well.")
     return SizeSettings(
         positive_int(size_moves, "size_moves"),
         positive_int(size_jumps, "size_jumps", minimum=0),
         None if hold_size is None else positive_int(hold_size, "hold_size", minimum=0),
         positive_int(ridge_moves, "ridge_moves", minimum=0),
         ridge_surrogate,
+        surrogate_steps,
     )
 
 
@@ -239,7 +245,7 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
     ``settings.ridge_moves`` ridge moves among them, none of them in the first ``settings.hold_size``
     iterations (default half the warmup); adaptation ends at ``num_warmup``. Raises ``ValueError`` for
     settings that cannot apply, so before any draws where the kernel is built at ``init``."""
-    size_moves, num_jumps, hold_size, ridge_moves, surrogate = settings
+    size_moves, num_jumps, hold_size, ridge_moves, surrogate, surrogate_steps = settings
     if hold_size is not None and hold_size > num_warmup:
         raise ValueError(
             f"`hold_size` ({hold_size}) exceeds num_warmup ({num_warmup}): draws would be taken with n held. "
@@ -296,6 +302,8 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
                 num_moves=num_moves, enabled=enabled, adapting=iteration < num_warmup,
                 model_args=model_args, model_kwargs=model_kwargs, ridge_moves=ridge_moves,
                 ridge_statistic=_ridge_statistic(infos, public), ridge_surrogate=surrogate,
+                surrogate_steps=surrogate_steps,
+                release_log_eta=_release_log_eta(densities, releases, infos, public, records),
             )  # fmt: skip
             t_now = per_record(infos, {**public, **records}, active_slots(spec, n))
             residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
@@ -321,6 +329,28 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
         return SizeResult(
             theta, bd.size, bd.records, bd.residuals, bd.log_density, nc, jump_scale, rng_key, info
         )
+
+    def _release_log_eta(densities, releases, infos, public, records):
+        """``(S, n) -> log η``: the releases' log density at the statistics S other than n's (flattened,
+        as ``_ridge_statistic``'s) and, for n's release, the sum of its statistic over the first n
+        records as they stand (exact where that statistic is a count)."""
+        shapes = [releases[i].shape for i in kept]
+        cuts = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
+        prefix = None
+        if spec.size_release is not None:
+            t = per_record(infos, {**public, **records})[spec.size_release]
+            prefix = jnp.concatenate([jnp.zeros_like(t[:1]), jnp.cumsum(t, 0)])
+
+        def log_eta(S, n):
+            parts = jnp.split(S, cuts)
+            residuals = [releases[i] - p.reshape(shape) for i, p, shape in zip(kept, parts, shapes)]
+            lp = sum(jnp.sum(densities[i](r)) for i, r in zip(kept, residuals))
+            if prefix is not None:
+                i = spec.size_release
+                lp = lp + jnp.sum(densities[i](releases[i] - prefix[n]))
+            return lp
+
+        return log_eta
 
     def _ridge_statistic(infos, public):
         """``(records, n) -> S``: the release statistics other than n's, of the first n records."""

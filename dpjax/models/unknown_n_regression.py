@@ -123,6 +123,11 @@ def unknown_n_regression_ridge_surrogate(lower: float = SEED_BOUNDS[0], upper: f
         z = jnp.concatenate([jnp.ones_like(e)[:, None], u, e[:, None]], axis=1)
         return (z[:, :, None] * z[:, None, :]).reshape(z.shape[0], -1)
 
+    def affine(k, dtype):  # A: (1, x, y) ↦ (1, x̃, ỹ), and its inverse
+        a = jnp.diag(jnp.full(k, scale, dtype).at[0].set(1.0)).at[1:, 0].set(shift)
+        inverse = jnp.diag(jnp.full(k, 1 / scale, dtype).at[0].set(1.0)).at[1:, 0].set(-shift / scale)
+        return a, inverse
+
     def statistic(theta, totals):
         beta, mu = theta["beta"], theta["mu"]
         p = mu.shape[0]
@@ -131,13 +136,35 @@ def unknown_n_regression_ridge_surrogate(lower: float = SEED_BOUNDS[0], upper: f
         b = b.at[1 : p + 1, 0].set(mu).at[1 : p + 1, 1 : p + 1].set(chol)
         b = b.at[p + 1, 0].set(beta[0] + beta[1:] @ mu).at[p + 1, 1 : p + 1].set(beta[1:] @ chol)
         b = b.at[p + 1, p + 1].set(1.0 / jnp.sqrt(theta["tau"]))
-        a = jnp.diag(jnp.full(p + 2, scale, mu.dtype).at[0].set(1.0)).at[1:, 0].set(shift)
-        ab = a @ b
+        ab = affine(p + 2, mu.dtype)[0] @ b
         r = ab @ totals.reshape(p + 2, p + 2) @ ab.T  # Σ r rᵀ, r = (1, x̃, ỹ)
         rows, cols = np.triu_indices(p + 1)
         return jnp.concatenate([r[: p + 1, p + 1], r[p + 1, p + 1, None], r[rows, cols][1:]])
 
-    return RidgeSurrogate(features, statistic)
+    def solve(value, totals):
+        # Σ r rᵀ = A B M Bᵀ Aᵀ with B lower triangular (positive diagonal) and M = Σ z zᵀ, so
+        # B = chol(A⁻¹ G A⁻ᵀ) chol(M)⁻¹ where G is Σ r rᵀ rebuilt from the statistics and M's count
+        k = int(round(np.sqrt(totals.shape[-1])))
+        p = k - 2
+        rows, cols = np.triu_indices(p + 1)
+        g = jnp.zeros((k, k), value.dtype).at[rows[1:], cols[1:]].set(value[p + 2 :])
+        g = g.at[: p + 1, p + 1].set(value[: p + 1]).at[p + 1, p + 1].set(value[p + 1])
+        m = totals.reshape(k, k)
+        g = jnp.triu(g) + jnp.triu(g, 1).T
+        g = g.at[0, 0].set(m[0, 0])
+        inverse = affine(k, value.dtype)[1]
+        h = inverse @ g @ inverse.T
+        b = jax.scipy.linalg.solve_triangular(
+            jnp.linalg.cholesky(m).T, jnp.linalg.cholesky(h).T, lower=False
+        ).T  # B chol(M) = chol(H)
+        mu, chol = b[1 : p + 1, 0], b[1 : p + 1, 1 : p + 1]
+        beta1 = jax.scipy.linalg.solve_triangular(chol.T, b[p + 1, 1 : p + 1], lower=False)
+        eye = jnp.eye(p, dtype=value.dtype)
+        phi = jax.scipy.linalg.cho_solve((chol, True), eye)  # (L Lᵀ)⁻¹
+        beta = jnp.concatenate([(b[p + 1, 0] - beta1 @ mu)[None], beta1])
+        return {"beta": beta, "tau": 1.0 / b[p + 1, p + 1] ** 2, "mu": mu, "Phi": (phi + phi.T) / 2}
+
+    return RidgeSurrogate(features, statistic, solve)
 
 
 def _hyper(p, hyper):

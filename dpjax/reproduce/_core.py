@@ -275,13 +275,11 @@ def _experiment_modules() -> set[str]:
 
 
 def _duration(seconds: float) -> str:
-    return (
-        f"{seconds:.0f} s"
-        if seconds < 90
-        else f"{seconds / 60:.0f} min"
-        if seconds < 5400
-        else f"{seconds / 3600:.1f} h"
-    )
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _cost(exp: Experiment, payload: dict | None) -> str:

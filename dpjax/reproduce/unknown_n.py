@@ -167,6 +167,7 @@ def regression_cells(
     likelihood="paper",
     fixed_phi=False,
     ridge_surrogate=True,
+    surrogate_steps=0,
 ):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
     chains of β, τ and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model
@@ -174,7 +175,8 @@ def regression_cells(
     ``likelihood="seed-code"``: :func:`seed_code_regression` instead of the paper's model;
     ``fixed_phi``: the M-step holds Φ at its data-generating value (the seed code's MCEM).
     ``ridge_surrogate``: the ridge moves (if any) solve with the model's unclamped statistics
-    (:func:`~dpjax.models.unknown_n_regression_ridge_surrogate`), else with the exact ones.
+    (:func:`~dpjax.models.unknown_n_regression_ridge_surrogate`), else with the exact ones;
+    ``surrogate_steps``: ReversibleJumpKernel's (with the surrogate only).
     ``stochastic_em``: θ set to the closed-form M-step at every iteration (the chain of stochastic EM),
     not drawn from its conditional, starting from the data-generating θ and records drawn there."""
     from numpyro import handlers
@@ -217,17 +219,15 @@ def regression_cells(
 
         # stochastic EM: θ is the M-step's, which joint (θ, n) moves would overwrite
         moves = 0 if stochastic_em else noncentred_moves
+        surrogate = ridge_moves and ridge_surrogate and not stochastic_em and likelihood == "paper"
         kernel = ReversibleJumpKernel(
             model,
             theta_update=theta_update("n"),
             size_moves=100,
             noncentred_moves=moves,
             ridge_moves=0 if stochastic_em else ridge_moves,
-            ridge_surrogate=(
-                m.unknown_n_regression_ridge_surrogate()
-                if ridge_moves and ridge_surrogate and not stochastic_em and likelihood == "paper"
-                else None
-            ),
+            ridge_surrogate=m.unknown_n_regression_ridge_surrogate() if surrogate else None,
+            surrogate_steps=surrogate_steps if surrogate else 0,
         )
         size = lambda state: state.z["n"].astype(state.z["tau"].dtype)
 
