@@ -433,25 +433,22 @@ def test_errors():
         ReversibleJumpKernel(model, ridge_moves=2, ridge_surrogate=lambda theta, totals: totals)
     with pytest.raises(ValueError, match="ridge_surrogate.*ridge_moves"):
         ReversibleJumpKernel(model, ridge_surrogate=ridge_surrogate(1.0))
-    wrong_shape = dpjax.infer.RidgeSurrogate(ridge_surrogate(1.0).features, lambda theta, totals: totals)
-    with pytest.raises(ValueError, match=r"ridge_surrogate.statistic.*shape \(2,\).*\(1,\)"):
-        kernel = ReversibleJumpKernel(
-            lambda: normal_size_model(CAP, 90.0, 31.7), noncentred_moves=2, ridge_moves=2,
-            ridge_surrogate=wrong_shape,
-        )  # fmt: skip
-        run(kernel, num_warmup=5, num_samples=5, num_chains=1)
     with pytest.raises(ValueError, match="surrogate_steps.*ridge_surrogate"):
         ReversibleJumpKernel(model, ridge_moves=2, surrogate_steps=3)
     with pytest.raises(ValueError, match="surrogate_steps"):
         ReversibleJumpKernel(model, ridge_moves=2, ridge_surrogate=ridge_surrogate(1.0), surrogate_steps=-1)
-    good = ridge_surrogate(1.0)
-    wrong_solve = dpjax.infer.RidgeSurrogate(*good[:2], lambda value, totals: {"mu": value})
-    with pytest.raises(ValueError, match=r"ridge_surrogate.solve.*shapes.*mu.*\(\).*\(1,\)"):
-        kernel = ReversibleJumpKernel(
-            lambda: normal_size_model(CAP, 90.0, 31.7), noncentred_moves=2, ridge_moves=2,
-            ridge_surrogate=wrong_solve,
-        )  # fmt: skip
-        run(kernel, num_warmup=5, num_samples=5, num_chains=1)
+    features, statistic = ridge_surrogate(1.0)[:2]
+    wrong = {  # refused when the kernel is traced, before any draws
+        r"ridge_surrogate.statistic.*shape \(2,\).*\(1,\)": (features, lambda theta, totals: totals),
+        r"ridge_surrogate.solve.*shapes.*mu.*\(\).*\(1,\)": (features, statistic, lambda v, t: {"mu": v}),
+    }
+    for message, fields in wrong.items():
+        with pytest.raises(ValueError, match=message):
+            kernel = ReversibleJumpKernel(
+                lambda: normal_size_model(CAP, 90.0, 31.7), noncentred_moves=2, ridge_moves=2,
+                ridge_surrogate=dpjax.infer.RidgeSurrogate(*fields),
+            )  # fmt: skip
+            run(kernel, num_warmup=5, num_samples=5, num_chains=1)
 
     def two_means():  # θ = (μ, σ), one released sum: the ridge is a surface, not a curve
         sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
