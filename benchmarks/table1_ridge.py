@@ -1,14 +1,15 @@
 """Ridge moves on Table 1's regression model (issue 85, item 10): at ε_s = 1, ε_n = 0.001 (the cell with
-the lowest ESS(n)) ESS(n) per second without ridge moves, with ridge moves that solve with the exact
-(clamped) release statistics (`ReversibleJumpKernel(ridge_moves=3)`, dozens of passes over the capacity
-per move), and with ridge moves that solve with the model's unclamped statistics
-(`ridge_surrogate=unknown_n_regression_ridge_surrogate()`, in closed form, one pass per move), 3, 10,
-20 and 30 per iteration, with 5, 15 or 30 joint (θ, n) moves, and as surrogate transitions
+the lowest ESS(n)) ESS(n) per second with the sampler of 840f5ad, where the issue was filed (births and
+deaths of one record, joint (θ, n) moves; `size_jumps=0`), with today's defaults (size jumps added), with
+ridge moves that solve with the exact (clamped) release statistics (`ReversibleJumpKernel(ridge_moves=3)`,
+dozens of passes over the capacity per move), and with ridge moves that solve with the model's unclamped
+statistics (`ridge_surrogate=unknown_n_regression_ridge_surrogate()`, in closed form, one pass per move),
+3 to 60 per iteration, with 5, 15 or 30 joint (θ, n) moves, and as surrogate transitions
 (`surrogate_steps=3`: 3 + 3 random-walk steps around each ridge step on the surrogate's target, one
-pass per move); then ESS(n)/s against ε_n, without ridge moves (the defaults) and with 20 surrogate
-transitions. The awan-table1 dataset (n = 1 000, capacity 3 000), 4 releases per ε_n, two chains each
+pass per move); then ESS(n)/s against ε_n for the 840f5ad sampler, the defaults and the table's best
+configuration. The awan-table1 dataset (n = 1 000, capacity 3 000), 4 releases per ε_n, two chains each
 (half warmup), 100 birth/death moves per iteration. Per configuration: median ESS(n) and R-hat of n
-over releases, run time without compilation, and ESS(n)/s summed over releases (about 30 min on one
+over releases, run time without compilation, and ESS(n)/s summed over releases (about 50 min on one
 core).
 
     python benchmarks/table1_ridge.py
@@ -23,33 +24,39 @@ from dpjax.reproduce.unknown_n import N, confidential_regression_data, regressio
 from dpjax.studies import posterior_summaries, run_study
 
 RELEASES = 4
-#: (ridge moves, surrogate, joint moves, iterations, surrogate steps) at ε_n = 0.001
+#: size jumps per iteration: 0 is the sampler of 840f5ad (the issue's starting point); None the defaults'
+START, DEFAULTS = 0, None
+#: (ridge moves, surrogate, joint moves, iterations, surrogate steps, size jumps) at ε_n = 0.001
 CONFIGS = (
-    (0, False, 5, 8_000, 0),
-    (0, False, 15, 8_000, 0),
-    (3, False, 5, 2_000, 0),
-    (3, True, 5, 8_000, 0),
-    (10, True, 5, 8_000, 0),
-    (30, True, 5, 8_000, 0),
-    (10, True, 15, 8_000, 0),
-    (20, True, 30, 8_000, 0),
-    (20, True, 5, 8_000, 3),
+    (0, False, 5, 8_000, 0, START),
+    (0, False, 5, 8_000, 0, DEFAULTS),
+    (0, False, 15, 8_000, 0, DEFAULTS),
+    (3, False, 5, 2_000, 0, DEFAULTS),
+    (3, True, 5, 8_000, 0, DEFAULTS),
+    (10, True, 5, 8_000, 0, DEFAULTS),
+    (30, True, 5, 8_000, 0, DEFAULTS),
+    (10, True, 15, 8_000, 0, DEFAULTS),
+    (20, True, 30, 8_000, 0, DEFAULTS),
+    (20, True, 5, 8_000, 3, DEFAULTS),
+    (40, True, 5, 8_000, 3, DEFAULTS),
+    (60, True, 5, 8_000, 3, DEFAULTS),
 )
-#: the curve against ε_n: (ridge moves, surrogate, joint moves, surrogate steps) at 4 000 iterations
-CURVE_EPS_N, CURVE = (0.001, 0.01, 0.1, 1.0), ((0, False, 5, 0), (20, True, 5, 3))
+#: the curve against ε_n (4 000 iterations): the 840f5ad sampler, the defaults and the best of CONFIGS
+CURVE_EPS_N = (0.001, 0.01, 0.1, 1.0)
 
 
 def run_cell(
-    ridge: int, iterations: int, releases: int = RELEASES, surrogate=False, eps_n=(0.001,), joint=5, steps=0
-):
-    """One vmapped study at ε_s = 1 and each ``eps_n`` with ``ridge`` ridge moves and ``joint`` joint
-    (θ, n) moves per iteration (half of ``iterations`` warmup), the ridge moves solving with the
-    surrogate statistic if ``surrogate``: its table, one row per release and ε_n, with n's mean, sd,
-    R-hat and ESS."""
+    ridge: int, iterations: int, releases: int = RELEASES, surrogate=False, eps_n=(0.001,), joint=5, steps=0,
+    jumps=DEFAULTS,
+):  # fmt: skip
+    """One vmapped study at ε_s = 1 and each ``eps_n`` with ``ridge`` ridge moves, ``joint`` joint
+    (θ, n) moves and ``jumps`` size jumps (None: the kernel's default) per iteration (half of
+    ``iterations`` warmup), the ridge moves solving with the surrogate statistic if ``surrogate``: its
+    table, one row per release and ε_n, with n's mean, sd, R-hat and ESS."""
     _, _, T = confidential_regression_data(N)
     cell = regression_cells(
         N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=joint,
-        ridge_moves=ridge, ridge_surrogate=surrogate, surrogate_steps=steps,
+        ridge_moves=ridge, ridge_surrogate=surrogate, surrogate_steps=steps, size_jumps=jumps,
     )  # fmt: skip
     return run_study(
         cell, {"eps_s": [1.0], "eps_n": list(eps_n)}, replicates=releases, rng_key=jax.random.key(11),
@@ -68,7 +75,9 @@ def write(name: str, heading: str, intro: str, rows: list[dict], extra=None) -> 
     write_results(name, {"rows": rows, **(extra or {})}, md)
 
 
-def label(ridge: int, surrogate: bool, joint: int, steps: int = 0) -> str:
+def label(ridge: int, surrogate: bool, joint: int, steps: int = 0, jumps=DEFAULTS) -> str:
+    if jumps == START:
+        return f"840f5ad: no size jumps, no ridge moves; {joint} joint"
     moves = "none" if not ridge else f"{ridge}, {'surrogate' if surrogate else 'exact statistics'}"
     return f"{moves}{f' with {steps} + {steps} steps' if steps else ''}; {joint} joint"
 
@@ -78,12 +87,12 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     ).parse_args()
     rows = []
-    for ridge, surrogate, joint, iterations, steps in CONFIGS:
-        df = run_cell(ridge, iterations, surrogate=surrogate, joint=joint, steps=steps)
+    for ridge, surrogate, joint, iterations, steps, jumps in CONFIGS:
+        df = run_cell(ridge, iterations, surrogate=surrogate, joint=joint, steps=steps, jumps=jumps)
         seconds = float(df["seconds"].iloc[0])
         rows.append(
             {
-                "ridge moves; joint moves": label(ridge, surrogate, joint, steps),
+                "ridge moves; joint moves": label(ridge, surrogate, joint, steps, jumps),
                 "iterations": iterations,
                 "E n per release": ", ".join(f"{v:.0f}" for v in df["n_mean"]),
                 "sd n per release": ", ".join(f"{v:.0f}" for v in df["n_sd"]),
@@ -94,17 +103,20 @@ def main():
                 "ESS(n)/s": float(df["n_ess"].sum()) / seconds,
             }
         )
-        rows[-1]["× none"] = rows[-1]["ESS(n)/s"] / rows[0]["ESS(n)/s"]
         print(rows[-1], flush=True)
+    ratios(rows, lambda r: True)
+    best = max(range(len(CONFIGS)), key=lambda i: rows[i]["ESS(n)/s"])
     curve = []
-    for ridge, surrogate, joint, steps in CURVE:
-        df = run_cell(ridge, 4_000, surrogate=surrogate, eps_n=CURVE_EPS_N, joint=joint, steps=steps)
+    for ridge, surrogate, joint, _, steps, jumps in (CONFIGS[0], CONFIGS[1], CONFIGS[best]):
+        df = run_cell(
+            ridge, 4_000, surrogate=surrogate, eps_n=CURVE_EPS_N, joint=joint, steps=steps, jumps=jumps
+        )
         per_cell = float(df["seconds"].iloc[0]) / len(CURVE_EPS_N)  # the cells run together, vmapped
         for eps_n, group in df.groupby("eps_n"):
             curve.append(
                 {
                     "ε_n": float(eps_n),
-                    "ridge moves; joint moves": label(ridge, surrogate, joint, steps),
+                    "ridge moves; joint moves": label(ridge, surrogate, joint, steps, jumps),
                     "median ESS(n)": float(group["n_ess"].median()),
                     "largest R-hat(n)": float(group["n_rhat"].max()),
                     "seconds per ε_n": per_cell,
@@ -112,28 +124,36 @@ def main():
                 }
             )
             print(curve[-1], flush=True)
-    for row in curve:
-        none = next(
-            r for r in curve if r["ε_n"] == row["ε_n"] and r["ridge moves; joint moves"] == label(0, 0, 5)
-        )
-        row["× none"] = row["ESS(n)/s"] / none["ESS(n)/s"]
-    curve.sort(key=lambda r: (r["ε_n"], r["ridge moves; joint moves"] != label(0, 0, 5)))
+    curve = sorted(curve, key=lambda r: r["ε_n"])  # (stable: 840f5ad, defaults, best within each ε_n)
+    for eps_n in CURVE_EPS_N:
+        ratios(curve, lambda r: r["ε_n"] == eps_n)
     write(
         "table1_ridge",
         "Table 1 at ε_s = 1: ridge moves solved with the exact statistics or a surrogate, against none",
         f"{RELEASES} releases of the awan-table1 dataset (n = {N:,}, capacity 3 000), two chains per release "
-        "(half warmup), 100 birth/death moves per iteration and 5 joint (θ, n) moves unless said. Ridge moves solve for θ at "
+        "(half warmup), 100 birth/death moves per iteration, 10 size jumps and 5 joint (θ, n) moves unless "
+        "said. 840f5ad: the sampler where issue 85 was filed (no size jumps). Ridge moves solve for θ at "
         "each proposed n with the exact (clamped) release statistics or with the model's unclamped ones "
-        "(`unknown_n_regression_ridge_surrogate`, solved in closed form); both are exact MCMC; with steps: each ridge move a surrogate transition with that many random-walk steps on the surrogate's target before and after its ridge step. ESS(n) and split R-hat of n over "
-        "the two chains of a release; seconds: the study's run time without compilation (all releases "
-        "vmapped); ESS(n)/s: summed over releases; × none: against no ridge moves. First ε_n = 0.001:",
+        "(`unknown_n_regression_ridge_surrogate`, solved in closed form); both are exact MCMC; with steps: "
+        "each ridge move a surrogate transition with that many random-walk steps on the surrogate's target "
+        "before and after its ridge step. ESS(n) and split R-hat of n over the two chains of a release; "
+        "seconds: the study's run time without compilation (all releases vmapped); ESS(n)/s: summed over "
+        "releases; × 840f5ad and × defaults: against the first two rows. First ε_n = 0.001:",
         rows,
         {
-            "ESS(n)/s against ε_n (4 000 iterations, all ε_n in one vmapped study; seconds shared equally)": (
-                curve
-            )
+            "ESS(n)/s against ε_n (4 000 iterations, all ε_n in one vmapped study; seconds shared equally; "
+            "the 840f5ad sampler, the defaults and the best configuration above)": curve
         },
     )
+
+
+def ratios(rows: list[dict], where) -> None:
+    """Add "× 840f5ad" and "× defaults" to the ``rows`` that ``where`` selects: their ESS(n)/s against
+    the first and second of them."""
+    chosen = [r for r in rows if where(r)]
+    for row in chosen:
+        row["× 840f5ad"] = row["ESS(n)/s"] / chosen[0]["ESS(n)/s"]
+        row["× defaults"] = row["ESS(n)/s"] / chosen[1]["ESS(n)/s"]
 
 
 if __name__ == "__main__":

@@ -227,14 +227,8 @@ def joint_size_moves(
             statistic = lambda phi, n: ridge_statistic(target(phi, {size_site: n}, releases=False)[2], n)
             solver = "chord"
         else:
-            statistic, solver = _surrogate(ridge_surrogate, noise, theta, supports, capacity)
-            got = jax.eval_shape(statistic, phi, n).shape  # (at tracing: before any draws)
             want = jax.eval_shape(ridge_statistic, buffer, n).shape
-            if got != want:
-                raise ValueError(
-                    f"`ridge_surrogate.statistic` returned shape {got}; the release statistics it stands "
-                    f"for (all but n's, flattened) have shape {want}."
-                )
+            statistic, solver = _surrogate(ridge_surrogate, noise, theta, supports, capacity, want)
         log_surrogate = None
         if surrogate_steps:
 
@@ -261,10 +255,12 @@ def joint_size_moves(
     return theta, n, records, state, jnp.where(enabled, rate, jnp.nan), blocked
 
 
-def _surrogate(surrogate: RidgeSurrogate, noise, theta, supports, capacity):
+def _surrogate(surrogate: RidgeSurrogate, noise, theta, supports, capacity, shape):
     """``(φ, n) -> S̃``, the surrogate's statistic at θ(φ) of the first n slots from prefix sums of
     the slots' noise features (one O(capacity) pass here, O(dim) per call), and the ridge moves'
-    solver: ``"newton"``, or ``(φ, n, goal) -> (root, ok)`` from the surrogate's closed form."""
+    solver: ``"newton"``, or ``(φ, n, goal) -> (root, ok)`` from the surrogate's closed form.
+    ``shape``: that of the release statistics S̃ stands for; the surrogate's shapes are checked at
+    tracing, before any draws."""
     features = surrogate.features(noise)
     if features.ndim != 2 or features.shape[0] != capacity:
         raise ValueError(
@@ -274,9 +270,14 @@ def _surrogate(surrogate: RidgeSurrogate, noise, theta, supports, capacity):
     totals = jnp.concatenate([jnp.zeros_like(features[:1]), jnp.cumsum(features, 0)])
     flat, constrain = unconstrain(theta, supports)
     statistic = lambda phi, n: surrogate.statistic(constrain(phi)[0], totals[n])
+    value = jax.eval_shape(statistic, flat, 0)
+    if value.shape != shape:
+        raise ValueError(
+            f"`ridge_surrogate.statistic` returned shape {value.shape}; the release statistics it stands "
+            f"for (all but n's, flattened) have shape {shape}."
+        )
     if surrogate.solve is None:
         return statistic, "newton"
-    value = jax.eval_shape(statistic, flat, 0)
     got = jax.tree.map(jnp.shape, jax.eval_shape(surrogate.solve, value, totals[0]))
     want = jax.tree.map(jnp.shape, theta)
     if got != want:  # (at tracing: before any draws)
@@ -396,17 +397,17 @@ def _ridge_moves(
             lt_star = log_surrogate(phi_star, n_star)  # -inf beyond the capacity or n's support
             beyond = beyond + (enabled & (n_star > capacity) & support(n_star)).astype(beyond.dtype)
             new, info = accept(k2, lt_star - lt, (phi_star, n_star, lt_star), (phi, n, lt), enabled)
-            return (*new, beyond), info.accept_prob
+            return (*new, beyond), None
 
-        keys = random.split(key, 2 * steps + 2)
-        (phi1, n1, lt1, beyond), walked = jax.lax.scan(walk, (phi, n, lt, blocked * 0), keys[:steps])
+        keys = random.split(key, 2 * steps + 3)  # walk, ridge step and its accept, walk back, correction
+        (phi1, n1, lt1, beyond), _ = jax.lax.scan(walk, (phi, n, lt, jnp.zeros_like(blocked)), keys[:steps])
         goal, jac = value_and_jacobian(phi1, n1)
         (phi2, n2, _, _), ok, volume, over = propose(keys[steps], phi1, n1, goal, jac)
         lt2 = log_surrogate(phi2, n2)
         log_alpha = jnp.where(ok, jnp.nan_to_num(lt2 - lt1 + volume, nan=-jnp.inf), -jnp.inf)
         (phi2, n2, lt2), ridge = accept(keys[steps + 1], log_alpha, (phi2, n2, lt2), (phi1, n1, lt1), enabled)
-        (phi3, n3, lt3, beyond), walked_back = jax.lax.scan(
-            walk, (phi2, n2, lt2, beyond + over.astype(beyond.dtype)), keys[steps + 2 :]
+        (phi3, n3, lt3, beyond), _ = jax.lax.scan(
+            walk, (phi2, n2, lt2, beyond + over.astype(beyond.dtype)), keys[steps + 2 : -1]
         )
         lp_star, theta_star, recs_star = log_density(phi3, n3)
         log_alpha = jnp.nan_to_num(lp_star - lp - (lt3 - lt), nan=-jnp.inf)

@@ -303,7 +303,8 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
                 model_args=model_args, model_kwargs=model_kwargs, ridge_moves=ridge_moves,
                 ridge_statistic=_ridge_statistic(infos, public), ridge_surrogate=surrogate,
                 surrogate_steps=surrogate_steps,
-                release_log_eta=_release_log_eta(densities, releases, infos, public, records),
+                release_log_eta=_release_log_eta(densities, releases, infos, public, records)
+                if surrogate_steps else None,
             )  # fmt: skip
             t_now = per_record(infos, {**public, **records}, active_slots(spec, n))
             residuals = tuple(s - jnp.sum(t, 0) for s, t in zip(releases, t_now))
