@@ -104,7 +104,7 @@ def main():
             }
         )
         print(rows[-1], flush=True)
-    ratios(rows, lambda r: True)
+    ratios(rows)
     best = max(range(len(CONFIGS)), key=lambda i: rows[i]["ESS(n)/s"])
     curve = []
     for ridge, surrogate, joint, _, steps, jumps in (CONFIGS[0], CONFIGS[1], CONFIGS[best]):
@@ -126,7 +126,7 @@ def main():
             print(curve[-1], flush=True)
     curve = sorted(curve, key=lambda r: r["ε_n"])  # (stable: 840f5ad, defaults, best within each ε_n)
     for eps_n in CURVE_EPS_N:
-        ratios(curve, lambda r: r["ε_n"] == eps_n)
+        ratios([r for r in curve if r["ε_n"] == eps_n])
     write(
         "table1_ridge",
         "Table 1 at ε_s = 1: ridge moves solved with the exact statistics or a surrogate, against none",
@@ -147,13 +147,11 @@ def main():
     )
 
 
-def ratios(rows: list[dict], where) -> None:
-    """Add "× 840f5ad" and "× defaults" to the ``rows`` that ``where`` selects: their ESS(n)/s against
-    the first and second of them."""
-    chosen = [r for r in rows if where(r)]
-    for row in chosen:
-        row["× 840f5ad"] = row["ESS(n)/s"] / chosen[0]["ESS(n)/s"]
-        row["× defaults"] = row["ESS(n)/s"] / chosen[1]["ESS(n)/s"]
+def ratios(rows: list[dict]) -> None:
+    """Add "× 840f5ad" and "× defaults" to ``rows``: their ESS(n)/s against the first and second row."""
+    for row in rows:
+        row["× 840f5ad"] = row["ESS(n)/s"] / rows[0]["ESS(n)/s"]
+        row["× defaults"] = row["ESS(n)/s"] / rows[1]["ESS(n)/s"]
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 sampler that issue 85 was filed against? Runs the table's cell (awan-table1 dataset, ε_s = 1,
 ε_n = 0.001, capacity 3 000, 4 releases × 2 chains × 8 000 iterations, half warmup, 100 births/deaths
 and 5 joint (θ, n) moves per iteration, the table's key) with the checkout's dpjax and appends one
-row to ``lab/results/table1_start_check.{json,md}``; run it at both commits:
+row to ``lab/results/table1_start_check.{json,md}``. Run it with each commit's dpjax installed (an
+editable install wins over ``PYTHONPATH``, so give the old checkout its own environment):
 
-    PYTHONPATH=<checkout of 840f5ad> python lab/table1_start_check.py --tag 840f5ad
+    git clone . ../old && git -C ../old checkout 840f5ad
+    python -m venv ../old/.venv && ../old/.venv/bin/pip install -e ../old
+    ../old/.venv/bin/python lab/table1_start_check.py --tag 840f5ad
     python lab/table1_start_check.py --tag HEAD
 """
 
