@@ -4,18 +4,20 @@ deaths of one record, joint (θ, n) moves; `size_jumps=0`), with today's default
 ridge moves that solve with the exact (clamped) release statistics (`ReversibleJumpKernel(ridge_moves=3)`,
 dozens of passes over the capacity per move), and with ridge moves that solve with the model's unclamped
 statistics (`ridge_surrogate=unknown_n_regression_ridge_surrogate()`, in closed form, one pass per move),
-3 to 60 per iteration, with 5, 15 or 30 joint (θ, n) moves, and as surrogate transitions
-(`surrogate_steps=3`: 3 + 3 random-walk steps around each ridge step on the surrogate's target, one
-pass per move); then ESS(n)/s against ε_n for the 840f5ad sampler, the defaults and the table's best
+3 to 20 per iteration, with 5, 15 or 30 joint (θ, n) moves, and as surrogate transitions
+(`surrogate_steps=3`: 3 random-walk steps on the surrogate's target before and after each ridge step,
+1 or 3 ridge steps per transition (`surrogate_ridge_steps`), one pass over the capacity per
+transition); then ESS(n)/s against ε_n for the 840f5ad sampler, the defaults and the table's best
 configuration. The awan-table1 dataset (n = 1 000, capacity 3 000), 4 releases per ε_n, two chains each
 (half warmup), 100 birth/death moves per iteration. Per configuration: median ESS(n) and R-hat of n
-over releases, run time without compilation, and ESS(n)/s summed over releases (about 50 min on one
+over releases, run time without compilation, and ESS(n)/s summed over releases (about an hour on one
 core).
 
     python benchmarks/table1_ridge.py
 """
 
 import argparse
+from typing import NamedTuple
 
 import jax
 from _common import table, write_results
@@ -26,37 +28,48 @@ from dpjax.studies import posterior_summaries, run_study
 RELEASES = 4
 #: size jumps per iteration: 0 is the sampler of 840f5ad (the issue's starting point); None the defaults'
 START, DEFAULTS = 0, None
-#: (ridge moves, surrogate, joint moves, iterations, surrogate steps, size jumps) at ε_n = 0.001
+
+
+class Config(NamedTuple):
+    """A row at ε_n = 0.001: ridge moves (surrogate transitions with ``steps``), whether they solve with
+    the surrogate, joint (θ, n) moves, iterations, random-walk steps per side of a surrogate
+    transition's ridge step, size jumps and ridge steps per surrogate transition."""
+
+    ridge: int
+    surrogate: bool
+    joint: int
+    iterations: int
+    steps: int = 0
+    jumps: int | None = DEFAULTS
+    ridge_steps: int = 1
+
+
 CONFIGS = (
-    (0, False, 5, 8_000, 0, START),
-    (0, False, 5, 8_000, 0, DEFAULTS),
-    (0, False, 15, 8_000, 0, DEFAULTS),
-    (3, False, 5, 2_000, 0, DEFAULTS),
-    (3, True, 5, 8_000, 0, DEFAULTS),
-    (10, True, 5, 8_000, 0, DEFAULTS),
-    (30, True, 5, 8_000, 0, DEFAULTS),
-    (10, True, 15, 8_000, 0, DEFAULTS),
-    (20, True, 30, 8_000, 0, DEFAULTS),
-    (20, True, 5, 8_000, 3, DEFAULTS),
-    (40, True, 5, 8_000, 3, DEFAULTS),
-    (60, True, 5, 8_000, 3, DEFAULTS),
+    Config(0, False, 5, 8_000, jumps=START),
+    Config(0, False, 5, 8_000),
+    Config(0, False, 15, 8_000),
+    Config(3, False, 5, 2_000),
+    Config(3, True, 5, 8_000),
+    Config(10, True, 5, 8_000),
+    Config(10, True, 15, 8_000),
+    Config(20, True, 30, 8_000),
+    Config(20, True, 5, 8_000, steps=3),
+    Config(40, True, 5, 8_000, steps=3),
+    Config(20, True, 5, 8_000, steps=3, ridge_steps=3),
+    Config(20, True, 1, 8_000, steps=3, jumps=0, ridge_steps=3),
 )
 #: the curve against ε_n (4 000 iterations): the 840f5ad sampler, the defaults and the best of CONFIGS
 CURVE_EPS_N = (0.001, 0.01, 0.1, 1.0)
 
 
-def run_cell(
-    ridge: int, iterations: int, releases: int = RELEASES, surrogate=False, eps_n=(0.001,), joint=5, steps=0,
-    jumps=DEFAULTS,
-):  # fmt: skip
-    """One vmapped study at ε_s = 1 and each ``eps_n`` with ``ridge`` ridge moves, ``joint`` joint
-    (θ, n) moves and ``jumps`` size jumps (None: the kernel's default) per iteration (half of
-    ``iterations`` warmup), the ridge moves solving with the surrogate statistic if ``surrogate``: its
-    table, one row per release and ε_n, with n's mean, sd, R-hat and ESS."""
+def run_cell(config: Config, iterations: int, releases: int = RELEASES, eps_n=(0.001,)):
+    """One vmapped study at ε_s = 1 and each ``eps_n`` with the sampler of ``config`` (half of
+    ``iterations`` warmup): its table, one row per release and ε_n, with n's mean, sd, R-hat and ESS."""
     _, _, T = confidential_regression_data(N)
     cell = regression_cells(
-        N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=joint,
-        ridge_moves=ridge, ridge_surrogate=surrogate, surrogate_steps=steps, size_jumps=jumps,
+        N, T, 3_000, iterations // 2, iterations // 2, num_chains=2, noncentred_moves=config.joint,
+        ridge_moves=config.ridge, ridge_surrogate=config.surrogate, surrogate_steps=config.steps,
+        size_jumps=config.jumps, surrogate_ridge_steps=config.ridge_steps,
     )  # fmt: skip
     return run_study(
         cell, {"eps_s": [1.0], "eps_n": list(eps_n)}, replicates=releases, rng_key=jax.random.key(11),
@@ -75,11 +88,14 @@ def write(name: str, heading: str, intro: str, rows: list[dict], extra=None) -> 
     write_results(name, {"rows": rows, **(extra or {})}, md)
 
 
-def label(ridge: int, surrogate: bool, joint: int, steps: int = 0, jumps=DEFAULTS) -> str:
-    if jumps == START:
-        return f"840f5ad: no size jumps, no ridge moves; {joint} joint"
-    moves = "none" if not ridge else f"{ridge}, {'surrogate' if surrogate else 'exact statistics'}"
-    return f"{moves}{f' with {steps} + {steps} steps' if steps else ''}; {joint} joint"
+def label(c: Config) -> str:
+    if c.jumps == START and not c.ridge:
+        return f"840f5ad: no size jumps, no ridge moves; {c.joint} joint"
+    moves = "none" if not c.ridge else f"{c.ridge}, {'surrogate' if c.surrogate else 'exact statistics'}"
+    if c.steps:
+        moves = f"{c.ridge} surrogate transitions of {c.ridge_steps} ridge step{'s' * (c.ridge_steps > 1)}"
+        moves += f" ({c.steps} walk steps before and after each)"
+    return f"{moves}; {c.joint} joint" + ("; no size jumps" if c.jumps == 0 else "")
 
 
 def main():
@@ -87,13 +103,13 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     ).parse_args()
     rows = []
-    for ridge, surrogate, joint, iterations, steps, jumps in CONFIGS:
-        df = run_cell(ridge, iterations, surrogate=surrogate, joint=joint, steps=steps, jumps=jumps)
+    for config in CONFIGS:
+        df = run_cell(config, config.iterations)
         seconds = float(df["seconds"].iloc[0])
         rows.append(
             {
-                "ridge moves; joint moves": label(ridge, surrogate, joint, steps, jumps),
-                "iterations": iterations,
+                "ridge moves; joint moves": label(config),
+                "iterations": config.iterations,
                 "E n per release": ", ".join(f"{v:.0f}" for v in df["n_mean"]),
                 "sd n per release": ", ".join(f"{v:.0f}" for v in df["n_sd"]),
                 "median ESS(n)": float(df["n_ess"].median()),
@@ -107,16 +123,14 @@ def main():
     ratios(rows)
     best = max(range(len(CONFIGS)), key=lambda i: rows[i]["ESS(n)/s"])
     curve = []
-    for ridge, surrogate, joint, _, steps, jumps in (CONFIGS[0], CONFIGS[1], CONFIGS[best]):
-        df = run_cell(
-            ridge, 4_000, surrogate=surrogate, eps_n=CURVE_EPS_N, joint=joint, steps=steps, jumps=jumps
-        )
+    for config in (CONFIGS[0], CONFIGS[1], CONFIGS[best]):
+        df = run_cell(config, 4_000, eps_n=CURVE_EPS_N)
         per_cell = float(df["seconds"].iloc[0]) / len(CURVE_EPS_N)  # the cells run together, vmapped
         for eps_n, group in df.groupby("eps_n"):
             curve.append(
                 {
                     "ε_n": float(eps_n),
-                    "ridge moves; joint moves": label(ridge, surrogate, joint, steps, jumps),
+                    "ridge moves; joint moves": label(config),
                     "median ESS(n)": float(group["n_ess"].median()),
                     "largest R-hat(n)": float(group["n_rhat"].max()),
                     "seconds per ε_n": per_cell,
@@ -134,9 +148,9 @@ def main():
         "(half warmup), 100 birth/death moves per iteration, 10 size jumps and 5 joint (θ, n) moves unless "
         "said. 840f5ad: the sampler where issue 85 was filed (no size jumps). Ridge moves solve for θ at "
         "each proposed n with the exact (clamped) release statistics or with the model's unclamped ones "
-        "(`unknown_n_regression_ridge_surrogate`, solved in closed form); both are exact MCMC; with steps: "
-        "each ridge move a surrogate transition with that many random-walk steps on the surrogate's target "
-        "before and after its ridge step. ESS(n) and split R-hat of n over the two chains of a release; "
+        "(`unknown_n_regression_ridge_surrogate`, solved in closed form); both are exact MCMC; surrogate "
+        "transitions: that many random-walk steps on the surrogate's target before and after each of their "
+        "ridge steps, then one accept/reject against the exact target (one pass over the capacity). ESS(n) and split R-hat of n over the two chains of a release; "
         "seconds: the study's run time without compilation (all releases vmapped); ESS(n)/s: summed over "
         "releases; × 840f5ad and × defaults: against the first two rows. First ε_n = 0.001:",
         rows,

@@ -178,17 +178,20 @@ def ridge_surrogate(weight, closed_form=False, shift=0.0):
 
 
 @pytest.mark.parametrize(
-    "ridge_moves, surrogate, closed_form, steps",
+    "ridge_moves, surrogate, closed_form, steps, ridge_steps",
     [
-        (0, None, False, 0),
-        (3, None, False, 0),
-        (3, 1.0, False, 0),
-        (3, 0.8, False, 0),
-        (3, 0.8, True, 0),
-        (3, 0.8, True, 3),
+        (0, None, False, 0, 1),
+        (3, None, False, 0, 1),
+        (3, 1.0, False, 0, 1),
+        (3, 0.8, False, 0, 1),
+        (3, 0.8, True, 0, 1),
+        (3, 0.8, True, 3, 1),
+        (3, 0.8, True, 2, 3),
     ],
 )
-def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves, surrogate, closed_form, steps):
+def test_exact_posterior_with_continuous_records_and_ridge_moves(
+    ridge_moves, surrogate, closed_form, steps, ridge_steps
+):
     """Normal records, a noisy sum and a noisy n (ε_n = 0.1): the exact posterior of (μ, n) by
     enumeration over n and quadrature over the sum (tests/oracles.py), with and without the ridge
     moves, which solve for μ at each proposed n (an involution with a volume factor: wrong
@@ -198,7 +201,7 @@ def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves, su
     exact. With ``surrogate_steps`` each ridge move is a surrogate transition: random-walk and ridge
     steps on the target of a rough surrogate that is also shifted by 2 (a different posterior: μ
     lower by about 2/n), then one accept/reject against the exact target, which alone keeps the chain
-    on the exact posterior."""
+    on the exact posterior; with ``surrogate_ridge_steps`` several ridge steps share it."""
     s_dp, n_dp = 90.0, 31.7
     rough = None if surrogate is None else ridge_surrogate(surrogate, closed_form, 2.0 * bool(steps))
     kernel = ReversibleJumpKernel(
@@ -208,6 +211,7 @@ def test_exact_posterior_with_continuous_records_and_ridge_moves(ridge_moves, su
         ridge_moves=ridge_moves,
         ridge_surrogate=rough,
         surrogate_steps=steps,
+        surrogate_ridge_steps=ridge_steps,
     )
     mcmc = MCMC(kernel, num_warmup=500, num_samples=4000, num_chains=4, chain_method="vectorized",
                 progress_bar=False)  # fmt: skip
@@ -437,6 +441,11 @@ def test_errors():
         ReversibleJumpKernel(model, ridge_moves=2, surrogate_steps=3)
     with pytest.raises(ValueError, match="surrogate_steps"):
         ReversibleJumpKernel(model, ridge_moves=2, ridge_surrogate=ridge_surrogate(1.0), surrogate_steps=-1)
+    rough = {"ridge_moves": 2, "ridge_surrogate": ridge_surrogate(1.0)}
+    with pytest.raises(ValueError, match="surrogate_ridge_steps.*surrogate_steps"):
+        ReversibleJumpKernel(model, **rough, surrogate_ridge_steps=2)
+    with pytest.raises(ValueError, match="surrogate_ridge_steps"):
+        ReversibleJumpKernel(model, **rough, surrogate_steps=1, surrogate_ridge_steps=0)
     features, statistic = ridge_surrogate(1.0)[:2]
     wrong = {  # refused when the kernel is traced, before any draws
         r"ridge_surrogate.statistic.*shape \(2,\).*\(1,\)": (features, lambda theta, totals: totals),

@@ -41,11 +41,12 @@ volume factor, and the acceptance uses the model's exact target; the nearer S̃ 
 records), the more moves are accepted.
 
 With ``surrogate_steps`` = m each ridge move becomes a surrogate transition (Liu 2001, §9.4.3): m
-random-walk steps of (φ, n), one ridge step and m random-walk steps again, each Metropolis on π̃,
-the target with S̃ for the release statistics (O(dim) per step: no pass over the capacity), then one
-accept/reject of the end point y from the start x with [π(y) π̃(x)] / [π(x) π̃(y)]. The sequence is a
-palindrome of π̃-reversible steps, hence π̃-reversible itself, which is all the method asks: the move
-is exact for π whatever π̃, and costs one pass.
+random-walk steps of (φ, n), then k = ``surrogate_ridge_steps`` times one ridge step and m random-walk
+steps, each Metropolis on π̃, the target with S̃ for the release statistics (O(dim) per step: no pass
+over the capacity), then one accept/reject of the end point y from the start x with
+[π(y) π̃(x)] / [π(x) π̃(y)]. The sequence is a palindrome of π̃-reversible steps, hence π̃-reversible
+itself, which is all the method asks: the move is exact for π whatever π̃, and costs one pass, so
+several ridge steps can share it.
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ def joint_size_moves(
     ridge_statistic=None,
     ridge_surrogate: RidgeSurrogate | None = None,
     surrogate_steps: int = 0,
+    surrogate_ridge_steps: int = 1,
     release_log_eta=None,
 ):
     """``num_moves`` random-walk Metropolis moves of (θ, n) with the record noise held fixed, then
@@ -178,6 +180,8 @@ def joint_size_moves(
     :param surrogate_steps: with a ``ridge_surrogate``, each ridge move becomes a surrogate
       transition with this many random-walk steps on either side of its ridge step, on the target
       with the surrogate statistic and log η ``release_log_eta(S̃, n)`` (module docstring); 0: none.
+    :param surrogate_ridge_steps: ridge steps per surrogate transition, each followed by
+      ``surrogate_steps`` random-walk steps (default 1).
     :returns: ``(theta, n, records, state, accept_rate, blocked)``; records are g(θ, u) in every
       slot, ``blocked`` counts proposals refused for passing the capacity.
     """
@@ -238,7 +242,7 @@ def joint_size_moves(
                 return jnp.where(support(n) & (n <= capacity), lp, -jnp.inf)
 
         args = (ridge_moves, log_ridge, statistic, solver, log_density, capacity, support, enabled)
-        surrogate_args = (log_surrogate, surrogate_steps, chol)
+        surrogate_args = (log_surrogate, surrogate_steps, chol, surrogate_ridge_steps)
         carry, ridge_rate, exact_rate = _ridge_moves(key_ridge, carry, *args, *surrogate_args)
         if surrogate_steps:
             surrogate_rate = jnp.where(enabled, exact_rate, jnp.nan)
@@ -292,7 +296,7 @@ def _surrogate(surrogate: RidgeSurrogate, noise, theta, supports, capacity, shap
 
 def _ridge_moves(
     rng_key, carry, num_moves, log_sigma, statistic, solver, log_density, capacity, support, enabled,
-    log_surrogate=None, steps=0, chol=None,
+    log_surrogate=None, steps=0, chol=None, ridge_steps=1,
 ):  # fmt: skip
     """``num_moves`` moves along S(φ, n) = const from ``carry`` = (φ, n, log target, θ, records,
     blocked) (module docstring); returns the new carry, the mean acceptance probability of the ridge
@@ -300,7 +304,8 @@ def _ridge_moves(
     target). The solves are ``solver``'s: ``"chord"`` (chord-Newton, for the exact statistics),
     ``"newton"`` (where the Jacobian is cheap: a surrogate's) or ``(φ, n, goal) -> (root, ok)`` (a
     closed form). With ``log_surrogate`` (φ, n) -> log π̃, each move is a surrogate transition with
-    ``steps`` random-walk steps of Cholesky factor ``chol`` on either side of its ridge step."""
+    ``steps`` random-walk steps of Cholesky factor ``chol`` before its first ridge step and after each
+    of its ``ridge_steps``."""
     phi0 = carry[0]
     tol = jnp.sqrt(jnp.finfo(phi0.dtype).eps)
 
@@ -382,10 +387,11 @@ def _ridge_moves(
         return ((*new, blocked + beyond.astype(blocked.dtype)), solved), (info.accept_prob, info.accept_prob)
 
     def surrogate_move(carry, key):
-        """A surrogate transition (Liu 2001, §9.4.3): ``steps`` random-walk steps of (φ, n), one ridge
-        step and ``steps`` random-walk steps again, all Metropolis on the surrogate target π̃ (a
-        palindrome of π̃-reversible steps, so reversible with respect to π̃), then one accept/reject
-        of the end point with [π(y) π̃(x)] / [π(x) π̃(y)]: exact for π, one pass over the capacity."""
+        """A surrogate transition (Liu 2001, §9.4.3): ``steps`` random-walk steps of (φ, n), then
+        ``ridge_steps`` times one ridge step and ``steps`` random-walk steps, all Metropolis on the
+        surrogate target π̃ (a palindrome of π̃-reversible steps, so reversible with respect to π̃),
+        then one accept/reject of the end point with [π(y) π̃(x)] / [π(x) π̃(y)]: exact for π, one
+        pass over the capacity."""
         (phi, n, lp, theta, recs, blocked), _ = carry
         lt = log_surrogate(phi, n)
 
@@ -399,15 +405,22 @@ def _ridge_moves(
             new, info = accept(k2, lt_star - lt, (phi_star, n_star, lt_star), (phi, n, lt), enabled)
             return (*new, beyond), None
 
-        keys = random.split(key, 2 * steps + 3)  # walk, ridge step and its accept, walk back, correction
+        # walk, then per ridge step: its proposal, its accept and a walk; the correction last
+        keys = random.split(key, steps + ridge_steps * (steps + 2) + 1)
         (phi1, n1, lt1, beyond), _ = jax.lax.scan(walk, (phi, n, lt, jnp.zeros_like(blocked)), keys[:steps])
-        goal, jac = value_and_jacobian(phi1, n1)
-        (phi2, n2, _, _), ok, volume, over = propose(keys[steps], phi1, n1, goal, jac)
-        lt2 = log_surrogate(phi2, n2)
-        log_alpha = jnp.where(ok, jnp.nan_to_num(lt2 - lt1 + volume, nan=-jnp.inf), -jnp.inf)
-        (phi2, n2, lt2), ridge = accept(keys[steps + 1], log_alpha, (phi2, n2, lt2), (phi1, n1, lt1), enabled)
-        (phi3, n3, lt3, beyond), _ = jax.lax.scan(
-            walk, (phi2, n2, lt2, beyond + over.astype(beyond.dtype)), keys[steps + 2 : -1]
+
+        def ridge_then_walk(state, keys):
+            phi1, n1, lt1, beyond = state
+            goal, jac = value_and_jacobian(phi1, n1)
+            (phi2, n2, _, _), ok, volume, over = propose(keys[0], phi1, n1, goal, jac)
+            lt2 = log_surrogate(phi2, n2)
+            log_alpha = jnp.where(ok, jnp.nan_to_num(lt2 - lt1 + volume, nan=-jnp.inf), -jnp.inf)
+            (phi2, n2, lt2), ridge = accept(keys[1], log_alpha, (phi2, n2, lt2), (phi1, n1, lt1), enabled)
+            state, _ = jax.lax.scan(walk, (phi2, n2, lt2, beyond + over.astype(beyond.dtype)), keys[2:])
+            return state, ridge.accept_prob
+
+        (phi3, n3, lt3, beyond), ridge_probs = jax.lax.scan(
+            ridge_then_walk, (phi1, n1, lt1, beyond), keys[steps:-1].reshape(ridge_steps, steps + 2)
         )
         lp_star, theta_star, recs_star = log_density(phi3, n3)
         log_alpha = jnp.nan_to_num(lp_star - lp - (lt3 - lt), nan=-jnp.inf)
@@ -415,7 +428,7 @@ def _ridge_moves(
             keys[-1], log_alpha, (phi3, n3, lp_star, theta_star, recs_star), (phi, n, lp, theta, recs),
             enabled & jnp.isfinite(lp) & jnp.isfinite(lt),
         )  # fmt: skip
-        return ((*new, blocked + beyond), carry[1]), (ridge.accept_prob, info.accept_prob)
+        return ((*new, blocked + beyond), carry[1]), (jnp.mean(ridge_probs), info.accept_prob)
 
     start = value_and_jacobian(phi0, carry[1])  # (ReversibleJumpKernel checks dim S = dim φ)
     step = move if log_surrogate is None else surrogate_move

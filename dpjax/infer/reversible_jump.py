@@ -58,6 +58,9 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         against the exact target (one pass over the capacity; exact whatever the surrogate, Liu 2001
         §9.4.3; rate in ``"nc.surrogate_rate"``). Where n_dp is very noisy a pass then buys many steps
         across the ridges as well as along them (``benchmarks/table1_ridge.py``). Default 0: none.
+    :param surrogate_ridge_steps: ridge steps per surrogate transition, each followed by
+        ``surrogate_steps`` random-walk steps: several share the transition's one pass over the
+        capacity (3 is best on Table 1's regression at ε_n = 0.001). Default 1.
     :param hold_size: warmup iterations that keep n at its start while the sweep and θ fit the records
         to the release (default: half of ``num_warmup``; at most ``num_warmup``).
     :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the current
@@ -105,13 +108,15 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         ridge_moves: int = 0,
         ridge_surrogate: RidgeSurrogate | None = None,
         surrogate_steps: int = 0,
+        surrogate_ridge_steps: int = 1,
         store_records: bool = False,
         record_update: str = "sweep",
         record_sweeps: int = 1,
     ):
         size = size_step.size_settings(
-            size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate, surrogate_steps
-        )
+            size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate, surrogate_steps,
+            surrogate_ridge_steps,
+        )  # fmt: skip
         super().__init__(
             model,
             inner_kernel=inner_kernel,

@@ -67,11 +67,13 @@ class SizeSettings(NamedTuple):
     ridge_moves: int = 0
     ridge_surrogate: RidgeSurrogate | None = None
     surrogate_steps: int = 0
+    surrogate_ridge_steps: int = 1
 
 
 def size_settings(
-    size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate=None, surrogate_steps=0
-) -> SizeSettings:
+    size_moves, size_jumps, hold_size, ridge_moves, ridge_surrogate=None, surrogate_steps=0,
+    surrogate_ridge_steps=1,
+) -> SizeSettings:  # fmt: skip
     """:class:`SizeSettings` from a user's arguments, each checked (``ValueError`` naming it)."""
     if ridge_surrogate is not None:
         if not isinstance(ridge_surrogate, RidgeSurrogate):
@@ -83,6 +85,10 @@ def size_settings(
             raise ValueError("`ridge_surrogate` steers the ridge moves: set `ridge_moves` > 0 as well.")
     if positive_int(surrogate_steps, "surrogate_steps", minimum=0) and ridge_surrogate is None:
         raise ValueError("`surrogate_steps` walk on the target with the `ridge_surrogate`: give one as well.")
+    if positive_int(surrogate_ridge_steps, "surrogate_ridge_steps") > 1 and not surrogate_steps:
+        raise ValueError(
+            "`surrogate_ridge_steps` are steps of a surrogate transition: set `surrogate_steps` > 0 as well."
+        )
     return SizeSettings(
         positive_int(size_moves, "size_moves"),
         positive_int(size_jumps, "size_jumps", minimum=0),
@@ -90,6 +96,7 @@ def size_settings(
         positive_int(ridge_moves, "ridge_moves", minimum=0),
         ridge_surrogate,
         surrogate_steps,
+        surrogate_ridge_steps,
     )
 
 
@@ -245,7 +252,7 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
     ``settings.ridge_moves`` ridge moves among them, none of them in the first ``settings.hold_size``
     iterations (default half the warmup); adaptation ends at ``num_warmup``. Raises ``ValueError`` for
     settings that cannot apply, so before any draws where the kernel is built at ``init``."""
-    size_moves, num_jumps, hold_size, ridge_moves, surrogate, surrogate_steps = settings
+    size_moves, num_jumps, hold_size, ridge_moves, surrogate, surrogate_steps, ridge_steps = settings
     if hold_size is not None and hold_size > num_warmup:
         raise ValueError(
             f"`hold_size` ({hold_size}) exceeds num_warmup ({num_warmup}): draws would be taken with n held. "
@@ -302,7 +309,7 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
                 num_moves=num_moves, enabled=enabled, adapting=iteration < num_warmup,
                 model_args=model_args, model_kwargs=model_kwargs, ridge_moves=ridge_moves,
                 ridge_statistic=_ridge_statistic(infos, public), ridge_surrogate=surrogate,
-                surrogate_steps=surrogate_steps,
+                surrogate_steps=surrogate_steps, surrogate_ridge_steps=ridge_steps,
                 release_log_eta=_release_log_eta(densities, releases, infos, public, records)
                 if surrogate_steps else None,
             )  # fmt: skip

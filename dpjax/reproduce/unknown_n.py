@@ -169,6 +169,7 @@ def regression_cells(
     ridge_surrogate=True,
     surrogate_steps=0,
     size_jumps=None,
+    surrogate_ridge_steps=1,
 ):
     """``cell_fn(key, eps_s, eps_n)``: a new release (s, n_dp) of the fixed dataset and ``num_chains``
     chains of β, τ and n; capacity ``None``: n public (ε_n = ∞), DataAugmentationKernel on the model
@@ -177,8 +178,9 @@ def regression_cells(
     ``fixed_phi``: the M-step holds Φ at its data-generating value (the seed code's MCEM).
     ``ridge_surrogate``: the ridge moves (if any) solve with the model's unclamped statistics
     (:func:`~dpjax.models.unknown_n_regression_ridge_surrogate`), else with the exact ones;
-    ``surrogate_steps``: ReversibleJumpKernel's (with the surrogate only); ``size_jumps``: its
-    (default: the kernel's; 0: births and deaths of one record only, the sampler of 840f5ad).
+    ``surrogate_steps``, ``surrogate_ridge_steps``: ReversibleJumpKernel's (with the surrogate only);
+    ``size_jumps``: its (default: the kernel's; 0: births and deaths of one record only, the sampler
+    of 840f5ad).
     ``stochastic_em``: θ set to the closed-form M-step at every iteration (the chain of stochastic EM),
     not drawn from its conditional, starting from the data-generating θ and records drawn there."""
     from numpyro import handlers
@@ -231,6 +233,7 @@ def regression_cells(
             ridge_moves=0 if stochastic_em else ridge_moves,
             ridge_surrogate=m.unknown_n_regression_ridge_surrogate() if surrogate else None,
             surrogate_steps=surrogate_steps if surrogate else 0,
+            surrogate_ridge_steps=surrogate_ridge_steps if surrogate and surrogate_steps else 1,
             size_jumps=SIZE_JUMPS if size_jumps is None else size_jumps,
         )
         size = lambda state: state.z["n"].astype(state.z["tau"].dtype)
