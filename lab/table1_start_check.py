@@ -9,6 +9,14 @@ editable install wins over ``PYTHONPATH``, so give the old checkout its own envi
     python -m venv ../old/.venv && ../old/.venv/bin/pip install -e ../old
     ../old/.venv/bin/python lab/table1_start_check.py --tag 840f5ad
     python lab/table1_start_check.py --tag HEAD
+
+``--best`` runs today's best configuration of `benchmarks/table1_ridge.py` instead (20 surrogate transitions
+of 3 ridge steps with 3 walk steps around each, 1 joint move, no size jumps), and ``--key`` another study key
+than the benchmark's (11): at a median ESS(n) of a few dozen one key's estimate of the 840f5ad sampler moves
+by 2×, so its ESS(n)/s is taken over keys, each run next to the others on the same machine:
+
+    for k in 11 12 13; do ../old/.venv/bin/python lab/table1_start_check.py --key $k --tag "840f5ad, key $k"; done
+    for k in 11 12; do python lab/table1_start_check.py --best --key $k --tag "best, key $k"; done
 """
 
 import argparse
@@ -35,17 +43,24 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--tag", required=True, help="the row's name (the commit)")
+    parser.add_argument("--best", action="store_true", help="today's best configuration (module docstring)")
+    parser.add_argument("--key", type=int, default=11, help="the study's key (11: the benchmark's)")
     args = parser.parse_args()
     _, _, T = u.confidential_regression_data(u.N)
     half = ITERATIONS // 2
-    if hasattr(u, "regression_cells"):  # today's code: the size jumps turned off
+    if args.best:
+        cell = u.regression_cells(
+            u.N, T, CAPACITY, half, half, num_chains=2, noncentred_moves=1, size_jumps=0, ridge_moves=20,
+            surrogate_steps=3, surrogate_ridge_steps=3,
+        )  # fmt: skip
+    elif hasattr(u, "regression_cells"):  # today's code: the size jumps turned off
         cell = u.regression_cells(
             u.N, T, CAPACITY, half, half, num_chains=2, noncentred_moves=5, size_jumps=0
         )
     else:  # 840f5ad: no size jumps yet
         cell = u._regression_cells(u.N, T, CAPACITY, half, half, num_chains=2, noncentred_moves=5)
     df = run_study(
-        cell, {"eps_s": [1.0], "eps_n": [0.001]}, replicates=RELEASES, rng_key=jax.random.key(11),
+        cell, {"eps_s": [1.0], "eps_n": [0.001]}, replicates=RELEASES, rng_key=jax.random.key(args.key),
         summaries=posterior_summaries({"n": ("mean", "sd", "rhat", "ess")}), progress_bar=False,
     )  # fmt: skip
     root = Path(dpjax.__file__).resolve().parents[1]
@@ -56,6 +71,7 @@ def main():
     row = {
         "run": args.tag,
         "dpjax commit": commit.stdout.strip(),
+        "key": args.key,
         "E n per release": ", ".join(f"{v:.0f}" for v in df["n_mean"]),
         "sd n per release": ", ".join(f"{v:.0f}" for v in df["n_sd"]),
         "median ESS(n)": round(float(df["n_ess"].median()), 1),
@@ -74,12 +90,17 @@ def main():
     ]
     rows.append(row)
     path.write_text(json.dumps({"rows": rows}, indent=2))
-    lines = ["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
-    lines += ["| " + " | ".join(str(r[k]) for k in rows[0]) + " |" for r in rows]
+    columns = list(dict.fromkeys(k for r in rows for k in r))  # (the first rows have no key: 11)
+    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    lines += [
+        "| " + " | ".join(str(r.get(k, 11 if k == "key" else "")) for k in columns) + " |" for r in rows
+    ]
     (RESULTS / "table1_start_check.md").write_text(
-        "# The 840f5ad sampler on Table 1's hardest cell, at 840f5ad and today (`size_jumps=0`)\n\n"
+        "# The 840f5ad sampler on Table 1's hardest cell, at 840f5ad and today (`size_jumps=0`), and today's "
+        "best configuration\n\n"
         f"ε_s = 1, ε_n = 0.001, {RELEASES} releases × 2 chains × {ITERATIONS:,} iterations (half warmup), "
-        "100 births/deaths and 5 joint (θ, n) moves per iteration, capacity 3 000, the key of "
+        "100 births/deaths and 5 joint (θ, n) moves per iteration (the best configuration: 1 joint move, no "
+        "size jumps, 20 surrogate transitions of 3 ridge steps), capacity 3 000, the key of "
         "`benchmarks/table1_ridge.py`; one run per row, each in its own process.\n\n"
         + "\n".join(lines)
         + f"\n\n_`{' '.join(['python', 'lab/table1_start_check.py', *sys.argv[1:]])}` (last row's command)._\n"
