@@ -386,6 +386,44 @@ def test_n_is_held_for_the_first_hold_size_iterations(hold_size):
     assert len(set(sizes[held:])) > 3 and not np.any(np.isnan(rates[held:]))
 
 
+@pytest.mark.parametrize("hold_size", [None, 30])
+def test_n_moves_at_once_where_the_release_does_not_pin_it(hold_size):
+    """A size release whose noise sd is over half the start (n_dp = -20 at ε_n = 0.01: the start is
+    n = 1) holds n for no iteration by default: held at 1, a float32 θ-step on an impossible release
+    left the support (Table 1 at ε_n = 0.001). An explicit hold_size still holds."""
+    very_noisy = dpjax.LaplaceMechanism(epsilon=0.01, sensitivity=1.0)
+    model = lambda: size_model(CAP, 13.4, -20.0, LAPLACE, very_noisy, dist.DiscreteUniform(1, CAP))
+    kernel = ReversibleJumpKernel(model, theta_update=beta_update, hold_size=hold_size)
+    state = kernel.init(jax.random.key(3), 80, None, (), {})
+
+    def step(state, _):
+        state = kernel.sample(state, (), {})
+        return state, (state.z["n"], state.birth_accept_rate)
+
+    _, (sizes, rates) = jax.jit(lambda s: jax.lax.scan(step, s, None, length=80))(state)
+    sizes, rates = np.asarray(sizes).tolist(), np.asarray(rates)
+    held = 0 if hold_size is None else hold_size
+    assert sizes[:held] == [1] * held and np.all(np.isnan(rates[:held]))
+    assert len(set(sizes[held : held + 20])) > 3 and not np.any(np.isnan(rates[held:]))
+
+
+def test_run_chain_returns_n_as_nan_once_the_chain_leaves_the_support():
+    """θ of a chain that left the support is NaN; its integer n kept its value, which a study's summary
+    averaged in (E n of Table 1 at ε_n = 0.001): run_chain returns every output NaN there."""
+    from dpjax.infer import InvalidChainWarning, run_chain
+
+    def breaks(key, records, params):
+        draw = beta_update(key, records, params)["p"]
+        return {"p": jnp.where(jax.random.uniform(jax.random.fold_in(key, 2)) < 0.05, jnp.nan, draw)}
+
+    model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
+    kernel = ReversibleJumpKernel(model, theta_update=breaks)
+    with pytest.warns(InvalidChainWarning, match="integer n keeps its value"):
+        draws = run_chain(kernel, jax.random.key(0), num_warmup=20, num_samples=100)
+    assert np.isnan(draws["p"][-1]) and np.isnan(draws["n"][-1])
+    assert np.all(np.isnan(draws["n"]) == np.isnan(draws["p"]))
+
+
 def test_same_key_same_draws_and_arviz():
     model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
     first, second = (

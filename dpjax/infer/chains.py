@@ -280,7 +280,8 @@ class SlowMixingWarning(UserWarning):
 
 
 class InvalidChainWarning(UserWarning):
-    """A chain left the model's support while sampling: its draws are NaN from there on."""
+    """A chain left the model's support while sampling: its θ draws are NaN from there on (an integer
+    n keeps its value in ``MCMC.get_samples()``; :func:`~dpjax.infer.run_chain` returns it as NaN)."""
 
 
 def warn_invalid(valid):
@@ -291,8 +292,9 @@ def warn_invalid(valid):
     warnings.warn(
         f"{int((~valid).sum())} of {valid.size} chains left the model's support while sampling: a "
         "non-finite log density of the release, or a θ outside its support or NaN (in float32, often "
-        "records far beyond their statistic's bounds, where a θ-step loses its precision). Their draws "
-        "are NaN from there on; the `valid` field says where. Try 64-bit floats (JAX_ENABLE_X64=1), or "
+        "records far beyond their statistic's bounds, where a θ-step loses its precision). Their θ draws "
+        "are NaN from there on (an integer n keeps its value: mask it with the `valid` field, as "
+        "run_chain and the studies do). Try 64-bit floats (JAX_ENABLE_X64=1), or "
         "a prior that keeps the records in range.",
         InvalidChainWarning,
         stacklevel=2,

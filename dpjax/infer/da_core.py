@@ -89,7 +89,8 @@ class DAState(NamedTuple):
       ``hold_size`` of them: :class:`~dpjax.infer.ReversibleJumpKernel`).
     - **valid** – False once the chain has left the model's support (a release impossible under
       the mechanism, a non-finite log η, θ outside its support): the chain is then frozen and its θ
-      draws are NaN, so a study under ``jit``/``vmap`` can never take them for posterior draws.
+      draws are NaN (an integer n keeps its value: :func:`~dpjax.infer.run_chain` and the studies
+      return it as NaN too), so a study under ``jit``/``vmap`` can never take them for posterior draws.
     - **rng_key** – PRNG key for the next iteration; **info** – :class:`DAInfo`.
     - **warmup_moments** – (count, mean, M2) of the flat θ over the second half of warmup, for the
       chains' R̂ at its end (:func:`dpjax.infer.chains.warmup_moments`).

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 from jax import lax
 
 from .chains import checks_at_end, warn_invalid
@@ -33,7 +34,8 @@ def run_chain(
     ``collect`` of your own that reads ``state.z`` of such a kernel must constrain it so too), every
     ``thinning``-th of them (``num_samples // thinning`` draws, as ``numpyro.infer.MCMC``);
     ``init_params`` is passed to ``kernel.init``. Collect summaries, not the database, when vmapping
-    over many replicates.
+    over many replicates. A chain that leaves the model's support (dpjax's ``state.valid`` False) has
+    NaN draws of everything collected from there on, integers (an unknown n) returned as floats.
 
     >>> import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist, dpjax
     >>> def model(n, s_dp=None):
@@ -59,6 +61,8 @@ def run_chain(
     if collect is None:
         constrain = kernel.postprocess_fn(model_args, model_kwargs)
         collect = lambda state: constrain(state.z)
+    if hasattr(state, "valid"):
+        collect = _nan_once_invalid(collect)
 
     def step(state, _):
         state = kernel.sample(state, model_args, model_kwargs)
@@ -83,3 +87,21 @@ def run_chain(
     if hasattr(state, "valid"):
         jax.debug.callback(warn_invalid, state.valid)
     return draws
+
+
+def _nan_once_invalid(collect):
+    """``collect`` whose outputs are NaN where the state is not ``valid``: a dpjax kernel's θ is NaN
+    there already, but an integer site (an unknown n) keeps its value, which a summary would otherwise
+    average in with the θ draws gone (Table 1 at ε_n = 0.001: a chain stuck at n = 1)."""
+
+    def masked(state):
+        def nan(v):
+            v = jnp.asarray(v)
+            if v.dtype == jnp.bool_:
+                return v
+            v = v if jnp.issubdtype(v.dtype, jnp.inexact) else v.astype(jnp.result_type(float))
+            return jnp.where(state.valid, v, jnp.nan)
+
+        return jax.tree.map(nan, collect(state))
+
+    return masked

@@ -62,7 +62,8 @@ class ReversibleJumpKernel(DataAugmentationKernel):
         ``surrogate_steps`` random-walk steps: several share the transition's one pass over the
         capacity (3 is best on Table 1's regression at ε_n = 0.001). Default 1.
     :param hold_size: warmup iterations that keep n at its start while the sweep and θ fit the records
-        to the release (default: half of ``num_warmup``; at most ``num_warmup``).
+        to the release (default: half of ``num_warmup`` where n_dp pins n, none where its noise sd is
+        over half the start, e.g. a negative n_dp started at n = 1; at most ``num_warmup``).
     :param theta_update: as for :class:`DataAugmentationKernel`; its ``params`` also hold the current
         n (it returns θ only), and ``records`` the whole buffer, of which the first n slots are the data.
     :param record_update: as for :class:`DataAugmentationKernel`; with ``"soma"`` the first n proposals

@@ -11,8 +11,9 @@ After the record sweep, in this order:
    records from one model call whose records plate holds ``size_moves`` slots.
 
 Every move is held off for the first ``held_for`` iterations (n stays at its start while the sweep and
-θ fit the records to the release). ``kernel(rng_key, key_moves, iteration, ...)`` returns a
-:class:`SizeResult`; nothing is stored on any object.
+θ fit the records to the release); by default only where the size release pins n (:func:`held_until`).
+``kernel(rng_key, key_moves, iteration, ...)`` returns a :class:`SizeResult`; nothing is stored on any
+object.
 """
 
 from __future__ import annotations
@@ -218,6 +219,14 @@ def near_capacity(spec: ModelSpec, size: dict):
     return jnp.any(jnp.asarray(size[spec.size]) >= capacity - capacity // 100)  # any unit's
 
 
+def _noise_sd(mechanism, like):
+    """The noise sd of a size release (a Laplace's √2 b; a Gaussian's σ is overstated by √2), shaped
+    like ``like`` (one size per unit: each unit's)."""
+    scale = jnp.asarray(mechanism.scale, like.dtype)
+    scale = scale if scale.shape == like.shape else jnp.broadcast_to(jnp.max(scale), like.shape)
+    return jnp.sqrt(2.0) * scale
+
+
 def initial_jump_scale(spec: ModelSpec, tr, size: dict):
     """σ of the size jumps at the start: the noise sd of a noisy n (n's posterior spread is at most
     about that), else √n; at least 1, at most a quarter of the capacity. 0 with a known n."""
@@ -225,11 +234,24 @@ def initial_jump_scale(spec: ModelSpec, tr, size: dict):
         return jnp.array(0.0)
     spread = jnp.sqrt(jnp.asarray(size[spec.size], jnp.result_type(float)))
     if spec.size_release is not None:
-        mechanism = tr[spec.privatized[spec.size_release][0]]["infer"][INFER_KEY].mechanism
-        scale = jnp.asarray(mechanism.scale, spread.dtype)  # one size per unit: each unit's (G,)
-        scale = scale if scale.shape == spread.shape else jnp.broadcast_to(jnp.max(scale), spread.shape)
-        spread = jnp.sqrt(2.0) * scale
+        spread = _noise_sd(tr[spec.privatized[spec.size_release][0]]["infer"][INFER_KEY].mechanism, spread)
     return jnp.clip(spread, 1.0, max(1.0, spec.size_bounds[1] / 4))
+
+
+def held_until(spec: ModelSpec, held_for: int, releases, infos, n):
+    """The first iteration whose size moves run: ``held_for``, or 0 where the size release does not
+    pin n, i.e. its noisy n rounded into n's support (the chain's start) lies within two noise sd of 0.
+    Holding n there keeps the chain on a database far smaller or larger than the release's other
+    statistics say, where the sweep and θ cannot fit them (a float32 θ-step then leaves the support:
+    Table 1 at ε_n = 0.001, a release with n_dp < 0, n held at 1). With one size per unit, held only
+    where every unit's release pins its n."""
+    if not held_for or spec.size_release is None:
+        return jnp.asarray(held_for)
+    lower, capacity = spec.size_bounds
+    start = jnp.clip(jnp.round(releases[spec.size_release]), lower, capacity).astype(jnp.result_type(float))
+    start = jnp.broadcast_to(start, jnp.shape(n))
+    pinned = jnp.all(2.0 * _noise_sd(infos[spec.size_release].mechanism, start) < start)
+    return jnp.where(pinned, held_for, 0)
 
 
 def _log_prior_n(model, spec, given, records, model_args, model_kwargs):
@@ -250,8 +272,9 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
     """The size step for these static settings (see the module docstring): ``settings.size_moves`` births
     or deaths, ``settings.size_jumps`` size jumps, ``num_moves`` joint (θ, n) moves with
     ``settings.ridge_moves`` ridge moves among them, none of them in the first ``settings.hold_size``
-    iterations (default half the warmup); adaptation ends at ``num_warmup``. Raises ``ValueError`` for
-    settings that cannot apply, so before any draws where the kernel is built at ``init``."""
+    iterations (default half the warmup where the size release pins n, :func:`held_until`); adaptation
+    ends at ``num_warmup``. Raises ``ValueError`` for settings that cannot apply, so before any draws
+    where the kernel is built at ``init``."""
     size_moves, num_jumps, hold_size, ridge_moves, surrogate, surrogate_steps, ridge_steps = settings
     if hold_size is not None and hold_size > num_warmup:
         raise ValueError(
@@ -264,8 +287,11 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
             "> 0, not 0."
         )
     held_for = num_warmup // 2 if hold_size is None else hold_size
+    default_hold = hold_size is None  # half the warmup where the size release pins n (held_until)
     if spec.size_units:  # no joint (θ, n) moves there (check_unit_sizes): num_moves is 0
-        return _build_unit_kernel(model, spec, settings, held_for=held_for, num_warmup=num_warmup)
+        return _build_unit_kernel(
+            model, spec, settings, held_for=held_for, default_hold=default_hold, num_warmup=num_warmup
+        )
     site, (lower, capacity) = spec.size, spec.size_bounds
     kept = [i for i in range(len(spec.privatized)) if i != spec.size_release]
 
@@ -274,7 +300,8 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
         densities, releases, public, infos, nc, nc_accept_rate, jump_scale, model_args, model_kwargs,
     ):  # fmt: skip
         given = {**theta, site: n}
-        enabled = iteration >= held_for  # n held at its start while the sweep and θ fit the release
+        moves_from = held_until(spec, held_for, releases, infos, n) if default_hold else held_for
+        enabled = iteration >= moves_from  # n held at its start while the sweep and θ fit the release
         log_prior = _log_prior_n(model, spec, given, records, model_args, model_kwargs)
         key_size_jumps = None
         if num_jumps:
@@ -290,7 +317,7 @@ def build_kernel(model, spec: ModelSpec, settings: SizeSettings, *, num_moves: i
                 scale=jump_scale, num_jumps=num_jumps, lower=lower, enabled=enabled,
             )  # fmt: skip
             adapting = enabled & (iteration < num_warmup)
-            gain = (iteration - held_for + 1.0) ** -0.6
+            gain = (iteration - moves_from + 1.0) ** -0.6
             step = jnp.where(adapting, gain * (jnp.nan_to_num(jump.accept_rate) - JUMP_ACCEPT), 0.0)
             jump_scale = jnp.clip(jump_scale * jnp.exp(step), 0.5, float(capacity))
             n, residuals, log_eta, jump_rate = jump.size, jump.residuals, jump.log_density, jump.accept_rate
@@ -385,7 +412,9 @@ def _log_prior_table(model, spec: ModelSpec, given, records, model_args, model_k
     return jnp.where(size_fn.support(m), size_fn.log_prob(m), -jnp.inf).T
 
 
-def _build_unit_kernel(model, spec: ModelSpec, settings: SizeSettings, *, held_for: int, num_warmup: int):
+def _build_unit_kernel(
+    model, spec: ModelSpec, settings: SizeSettings, *, held_for: int, default_hold: bool, num_warmup: int
+):
     """The size step with one n per unit (n of shape (G,), unit g's records in its own ``capacity``
     slots, every release per unit): each unit's size jumps and births/deaths, all units at once
     (``vmap`` over units). Exact: given θ the units' sizes, records and releases are independent, so
@@ -406,7 +435,8 @@ def _build_unit_kernel(model, spec: ModelSpec, settings: SizeSettings, *, held_f
         rng_key, key_moves, iteration, theta, n, records, proposals, t_now, t_fresh, residuals, log_eta,
         densities, releases, public, infos, nc, nc_accept_rate, jump_scale, model_args, model_kwargs,
     ):  # fmt: skip
-        enabled = iteration >= held_for  # n held at its start while the sweep and θ fit the release
+        moves_from = held_until(spec, held_for, releases, infos, n) if default_hold else held_for
+        enabled = iteration >= moves_from  # n held at its start while the sweep and θ fit the release
         table = _log_prior_table(model, spec, {**theta, site: n}, records, model_args, model_kwargs)
         active = active_slots(spec, n)
         records = {k: where_records(active, v, proposals[k]) for k, v in records.items()}
@@ -427,7 +457,7 @@ def _build_unit_kernel(model, spec: ModelSpec, settings: SizeSettings, *, held_f
                 keys, n, tuple(map(rows, t_buffer)), residuals, jump_scale, units, table
             )
             adapting = enabled & (iteration < num_warmup)
-            gain = (iteration - held_for + 1.0) ** -0.6
+            gain = (iteration - moves_from + 1.0) ** -0.6
             step = jnp.where(adapting, gain * (jnp.nan_to_num(jump.accept_rate) - JUMP_ACCEPT), 0.0)
             jump_scale = jnp.clip(jump_scale * jnp.exp(step), 0.5, float(capacity))  # each unit's own
             n, residuals, jump_rate = jump.size, jump.residuals, jnp.mean(jump.accept_rate)
