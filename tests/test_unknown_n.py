@@ -366,22 +366,27 @@ def test_a_jitted_init_starts_at_the_noisy_n():
     np.testing.assert_array_equal(np.asarray(n), [32, 250, 100])
 
 
-@pytest.mark.parametrize("hold_size", [None, 30, 0])
-def test_n_is_held_for_the_first_hold_size_iterations(hold_size):
-    """n stays at its start (the rounded n_dp) with no birth/death moves for the first hold_size
-    iterations (default: half of num_warmup = 80), then moves."""
-    model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
-    kernel = ReversibleJumpKernel(model, theta_update=beta_update, hold_size=hold_size)
-    held = 40 if hold_size is None else hold_size
-    state = kernel.init(jax.random.key(3), 80, None, (), {})
+def _sizes_and_birth_rates(kernel, iterations=80):
+    state = kernel.init(jax.random.key(3), iterations, None, (), {})
 
     def step(state, _):
         state = kernel.sample(state, (), {})
         return state, (state.z["n"], state.birth_accept_rate)
 
-    state, (sizes, rates) = jax.jit(lambda s: jax.lax.scan(step, s, None, length=80))(state)
-    sizes, rates = np.asarray(sizes).tolist(), np.asarray(rates)
-    assert int(state.iteration) == 80
+    state, (sizes, rates) = jax.jit(lambda s: jax.lax.scan(step, s, None, length=iterations))(state)
+    assert int(state.iteration) == iterations
+    return np.asarray(sizes).tolist(), np.asarray(rates)
+
+
+@pytest.mark.parametrize("hold_size", [None, 30, 0])
+def test_n_is_held_for_the_first_hold_size_iterations(hold_size):
+    """n stays at its start (the rounded n_dp) with no birth/death moves for the first hold_size
+    iterations (default: half of num_warmup = 80), then moves."""
+    model = lambda: size_model(CAP, 13.4, 31.7, LAPLACE, NOISY_N, dist.DiscreteUniform(1, CAP))
+    sizes, rates = _sizes_and_birth_rates(
+        ReversibleJumpKernel(model, theta_update=beta_update, hold_size=hold_size)
+    )
+    held = 40 if hold_size is None else hold_size
     assert sizes[:held] == [32] * held and np.all(np.isnan(rates[:held]))
     assert len(set(sizes[held:])) > 3 and not np.any(np.isnan(rates[held:]))
 
@@ -393,15 +398,9 @@ def test_n_moves_at_once_where_the_release_does_not_pin_it(hold_size):
     left the support (Table 1 at ε_n = 0.001). An explicit hold_size still holds."""
     very_noisy = dpjax.LaplaceMechanism(epsilon=0.01, sensitivity=1.0)
     model = lambda: size_model(CAP, 13.4, -20.0, LAPLACE, very_noisy, dist.DiscreteUniform(1, CAP))
-    kernel = ReversibleJumpKernel(model, theta_update=beta_update, hold_size=hold_size)
-    state = kernel.init(jax.random.key(3), 80, None, (), {})
-
-    def step(state, _):
-        state = kernel.sample(state, (), {})
-        return state, (state.z["n"], state.birth_accept_rate)
-
-    _, (sizes, rates) = jax.jit(lambda s: jax.lax.scan(step, s, None, length=80))(state)
-    sizes, rates = np.asarray(sizes).tolist(), np.asarray(rates)
+    sizes, rates = _sizes_and_birth_rates(
+        ReversibleJumpKernel(model, theta_update=beta_update, hold_size=hold_size)
+    )
     held = 0 if hold_size is None else hold_size
     assert sizes[:held] == [1] * held and np.all(np.isnan(rates[:held]))
     assert len(set(sizes[held : held + 20])) > 3 and not np.any(np.isnan(rates[held:]))
