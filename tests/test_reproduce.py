@@ -249,3 +249,34 @@ def test_awan_table2_leaves_out_chains_that_ran_off():
         assert int((~finite).sum()) == 1 and int(runaway.sum()) == 1
         table = compare(rows).set_index("quantity")["verdict"]
         assert table["ε_n=1: mean θ̂ β0"] == expected, (shift, rows[0])
+
+
+def test_awan_table1_counts_and_leaves_out_replicates_whose_chain_left_the_support(monkeypatch):
+    """A replicate whose float32 chain left the support has NaN draws (run_chain): Table 1 leaves it out
+    of every mean, not only of θ's (pandas skips NaN per column), and its cells table counts it."""
+    import numpy as np
+
+    from dpjax.reproduce import unknown_n as un
+
+    def fake_study(T, eps_s, eps_n, *args, **kwargs):
+        rows = []
+        for es in eps_s:
+            for en in eps_n:
+                for r in range(4):
+                    row = {c: 1.0 for c in un._COLUMNS} | {"eps_s": es, "eps_n": en, "capacity": 1200}
+                    row |= {"n_mean": 1000.0 + r, "n_max": 1010.0, "near_capacity_mean": 0.0, "n_ess": 50.0}
+                    row |= {f"{c}_covered": 1.0 for c in ("beta[0]", "beta[1]", "beta[2]", "tau")}
+                    row |= {"seconds": 1.0, "compile_seconds": 1.0}
+                    rows.append(row)
+        df = pd.DataFrame(rows)
+        df.loc[0, "beta[0]_mean"] = np.nan  # replicate 0 of the first cell left the support
+        return df
+
+    monkeypatch.setattr(un, "_regression_study", fake_study)
+    report = un._table1(quick=True, progress=False)
+    cells = next(iter(report.tables.values()))
+    assert cells["left the support (left out)"].tolist() == [1, 0]
+    assert cells["replicates"].tolist() == [4, 4]
+    e_n = report.comparison.set_index("quantity")["dpjax"]
+    assert e_n["ε_s=1, ε_n=1: E n"] == pytest.approx(1002.0)  # replicates 1–3, not 0
+    assert e_n["ε_s=1, ε_n=10: E n"] == pytest.approx(1001.5)
