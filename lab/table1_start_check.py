@@ -90,11 +90,9 @@ def main():
     ]
     rows.append(row)
     path.write_text(json.dumps({"rows": rows}, indent=2))
-    columns = list(dict.fromkeys(k for r in rows for k in r))  # (the first rows have no key: 11)
+    columns = list(dict.fromkeys(k for r in rows for k in r))
     lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
-    lines += [
-        "| " + " | ".join(str(r.get(k, 11 if k == "key" else "")) for k in columns) + " |" for r in rows
-    ]
+    lines += ["| " + " | ".join(str(r.get(k, "")) for k in columns) + " |" for r in rows]
     (RESULTS / "table1_start_check.md").write_text(
         "# The 840f5ad sampler on Table 1's hardest cell, at 840f5ad and today (`size_jumps=0`), and today's "
         "best configuration\n\n"
