@@ -1,6 +1,7 @@
 """The documentation site builds with warnings as errors, its cookbook executed (markdown-exec runs
 every example; a failing one is a warning), and its results pages are rendered from the results files."""
 
+import json
 import os
 import re
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def test_docs_build_strict(tmp_path):
@@ -54,3 +56,38 @@ def test_notebooks_are_stored_executed():
         printing = [c for c in code if "print(" in c.source or "plt." in c.source]
         assert all(c.get("outputs") for c in printing), f"{path.name}: a cell that prints has no output"
         assert any(o.get("output_type") == "display_data" for c in code for o in c.outputs), path.name
+
+
+def _passed(name, quantity=""):
+    """``"k of m"``: of the judged rows of ``name``'s results file whose quantity ends with ``quantity``,
+    ``k`` passed."""
+    rows = json.loads((RESULTS / f"{name}.json").read_text())["comparison"]
+    verdicts = [r["verdict"] for r in rows if r["quantity"].endswith(quantity) and r["verdict"] != "—"]
+    return f"{verdicts.count('pass')} of {len(verdicts)}"
+
+
+def _failing(name):
+    """The quantities (without their cell) of the rows of ``name``'s results file that failed."""
+    rows = json.loads((RESULTS / f"{name}.json").read_text())["comparison"]
+    return {r["quantity"].split(": ")[-1] for r in rows if r["verdict"] == "fail"}
+
+
+def test_seed_notes_quote_the_results_files():
+    """The notes on the seeds are prose, so their counts of verdicts are typed by hand: each must be the
+    committed results file's (a regenerated result that moves one fails here until the text follows), and
+    no count may appear that this test does not check."""
+    text = " ".join((ROOT / "docs" / "seeds.md").read_text().split())
+    claims = [
+        f"passes {_passed('awan-table4-code-mu', ': E β0')} E β₀ rows where `awan-table4` passes "
+        f"{_passed('awan-table4', ': E β0')}",
+        f"**{_passed('awan-table1-seed-code')}** of the seed's Table 1 figures, against "
+        f"{_passed('awan-table1')} for `awan-table1`",
+    ]
+    for claim in claims:
+        assert claim in text, f"docs/seeds.md should say: {claim}"
+    counts = re.findall(r"\d+ of \d+", text)
+    checked = re.findall(r"\d+ of \d+", " ".join(claims))
+    assert sorted(counts) == sorted(checked), "a count in docs/seeds.md that no claim here checks"
+    # what the notes say of the failing rows
+    assert _failing("awan-table1-seed-code") == {"Var n"}
+    assert {"E β0", "Var β2", "Var β0", "E τ", "E n"} <= _failing("awan-table1")
