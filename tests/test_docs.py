@@ -91,3 +91,17 @@ def test_seed_notes_quote_the_results_files():
     # what the notes say of the failing rows
     assert _failing("awan-table1-seed-code") == {"Var n"}
     assert {"E β0", "Var β2", "Var β0", "E τ", "E n"} <= _failing("awan-table1")
+
+
+def test_guarantees_quote_the_sbc_results():
+    """The guarantees page's count of float32 chains that left the support is the SBC results file's."""
+    cases = json.loads((RESULTS / "sbc_seed_models.json").read_text())["cases"]
+
+    def lost(case):
+        return [cases[case]["simulations"] - v["simulations"] for v in cases[case]["verdicts"]]
+
+    f32, runs = lost("awan-unknown-n-rj-float32"), cases["awan-unknown-n-rj-float32"]["simulations"]
+    claim = f"({min(f32)}–{max(f32)} of {runs} simulated releases"
+    text = " ".join((ROOT / "docs" / "guarantees.md").read_text().split())
+    assert claim in text, f"docs/guarantees.md should say: {claim}"
+    assert cases["awan-unknown-n-rj"]["dtype"] == "float64" and not any(lost("awan-unknown-n-rj"))
