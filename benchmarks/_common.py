@@ -9,7 +9,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from dpjax.reproduce import machine
+from dpjax.reproduce import commit, machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -17,16 +17,18 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def write_results(name: str, payload: dict, markdown: str, command: str | None = None) -> None:
     """Write ``results/<name>.json`` and ``results/<name>.md`` (markdown table + provenance; ``command``:
     the command that made them, by default this process's own: ``python benchmarks/<script> <args>``,
-    ``lab/`` for the scripts there)."""
+    ``lab/`` for the scripts there). Both record the dpjax commit that was measured."""
     RESULTS.mkdir(exist_ok=True)
-    payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), **payload}
+    payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "commit": commit(), **payload}
     (RESULTS / f"{name}.json").write_text(
         json.dumps(payload, indent=2, default=lambda o: np.asarray(o).tolist())
     )
     command = command or shlex.join(
         ["python", f"{RESULTS.parent.name}/{Path(sys.argv[0]).name}", *sys.argv[1:]]
     )
-    footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}; `{command}`._\n"
+    sha = payload["commit"]
+    at = f", dpjax {sha[:7]}{'+dirty' if sha.endswith('+dirty') else ''}" if sha else ""
+    footer = f"\n\n_Measured on {payload['machine']}, {payload['date']}{at}; `{command}`._\n"
     (RESULTS / f"{name}.md").write_text(markdown.rstrip() + footer)
 
 
