@@ -83,8 +83,8 @@ def test_seed_notes_quote_the_results_files():
         f"**{_passed('awan-table1-seed-code')}** of the seed's Table 1 figures, against "
         f"{_passed('awan-table1')} for `awan-table1`",
     ]
-    for claim in claims:
-        assert claim in text, f"docs/seeds.md should say: {claim}"
+    missing = [claim for claim in claims if claim not in text]
+    assert not missing, "docs/seeds.md should say:\n" + "\n".join(missing)
     counts = re.findall(r"\d+ of \d+", text)
     checked = re.findall(r"\d+ of \d+", " ".join(claims))
     assert sorted(counts) == sorted(checked), "a count in docs/seeds.md that no claim here checks"
@@ -105,3 +105,59 @@ def test_guarantees_quote_the_sbc_results():
     text = " ".join((ROOT / "docs" / "guarantees.md").read_text().split())
     assert claim in text, f"docs/guarantees.md should say: {claim}"
     assert cases["awan-unknown-n-rj"]["dtype"] == "float64" and not any(lost("awan-unknown-n-rj"))
+
+
+def _ratio(x):
+    """A ratio as the docs write it: one decimal below 20 (8.2×, 10.3×), none above (23×)."""
+    return f"{x:.1f}×" if x < 20 else f"{x:.0f}×"
+
+
+def _count(x):
+    return f"{x:,.0f}".replace(",", " ")
+
+
+def test_cookbook_quotes_the_table1_ridge_results():
+    """The cookbook's figures for the moves of n (prose, typed by hand) are those of
+    `benchmarks/results/table1_ridge.json` and `lab/results/table1_start_check.json`."""
+    bench = json.loads((RESULTS / "table1_ridge.json").read_text())
+    rows = {r["ridge moves; joint moves"]: r for r in bench["rows"]}
+    old, default = rows["840f5ad: no size jumps, no ridge moves; 5 joint"], rows["none; 5 joint"]
+    exact = rows["3, exact statistics; 5 joint"]
+    forty = next(r for label, r in rows.items() if label.startswith("40 surrogate transitions of 1"))
+    best = bench["rows"][-1]
+    assert best["ridge moves; joint moves"].endswith("1 joint; no size jumps")
+    curve = next(v for k, v in bench.items() if k.startswith("ESS(n)/s against ε_n"))
+    at = {r["ε_n"]: r for r in curve if r["ridge moves; joint moves"] == best["ridge moves; joint moves"]}
+    per_iteration = (exact["seconds"] / exact["iterations"]) / (default["seconds"] / default["iterations"])
+    keys = json.loads((ROOT / "lab" / "results" / "table1_start_check.json").read_text())["rows"]
+    fixed = [r for r in keys if r["run"].startswith("best (d6262d4)")]
+    slow = [r for r in keys if r["run"].startswith("HEAD (d6262d4), size_jumps=0")]
+    fixed, slow = (sorted(rs, key=lambda r: r["key"]) for rs in (fixed, slow))
+    gain = [f["ESS(n)/s"] / s["ESS(n)/s"] for f, s in zip(fixed, slow, strict=True)]
+    claims = [
+        f"gives a median ESS of n of {_count(old['median ESS(n)'])} per 8 000 kept draws, the defaults "
+        f"{_count(default['median ESS(n)'])} with R̂(n) up to {default['largest R-hat(n)']:.2f}",
+        f"cost {per_iteration:.0f}× the defaults' time per iteration ({exact['× 840f5ad']:.1f}× the 840f5ad "
+        "sampler's ESS(n)/s)",
+        f"give {_count(forty['median ESS(n)'])} ({_ratio(forty['× 840f5ad'])} the 840f5ad sampler's "
+        "ESS(n)/s)",
+        f"no size jumps {_count(best['median ESS(n)'])} with R̂(n) ≤ {best['largest R-hat(n)']:.3f} in "
+        f"{_ratio(best['seconds'] / old['seconds'])} the 840f5ad sampler's time: "
+        f"**{_ratio(best['× 840f5ad'])} the 840f5ad sampler's ESS(n)/s and {_ratio(best['× defaults'])} the "
+        "defaults'**",
+        f"that is {_ratio(at[0.001]['× 840f5ad'])} the 840f5ad sampler at ε_n = 0.001, "
+        f"{_ratio(at[0.01]['× 840f5ad'])} at 0.01 and {_ratio(at[0.1]['× 840f5ad'])} at 0.1",
+        f"({at[0.1]['× defaults']:.2f}× the defaults at 0.1, {at[1]['× defaults']:.2f}× at 1)",
+        "it gives "
+        + ", ".join(f"{r['ESS(n)/s']:.1f}" for r in fixed[:-1])
+        + f" and {fixed[-1]['ESS(n)/s']:.1f} "
+        f"ESS(n)/s with R̂(n) ≤ {max(r['largest R-hat(n)'] for r in fixed):.3f}, against "
+        + ", ".join(f"{r['ESS(n)/s']:.1f}" for r in slow[:-1])
+        + f" and {slow[-1]['ESS(n)/s']:.1f} (R̂ up to "
+        f"{max(r['largest R-hat(n)'] for r in slow):.2f}) for the 840f5ad sampler: "
+        + ", ".join(_ratio(g) for g in gain[:-1])
+        + f" and {_ratio(gain[-1])}",
+    ]
+    text = " ".join((ROOT / "docs" / "cookbook" / "unknown-n.md").read_text().split())
+    missing = [claim for claim in claims if claim not in text]
+    assert not missing, "docs/cookbook/unknown-n.md should say:\n" + "\n".join(missing)
