@@ -161,3 +161,31 @@ def test_cookbook_quotes_the_table1_ridge_results():
     text = " ".join((ROOT / "docs" / "cookbook" / "unknown-n.md").read_text().split())
     missing = [claim for claim in claims if claim not in text]
     assert not missing, "docs/cookbook/unknown-n.md should say:\n" + "\n".join(missing)
+
+
+def test_cookbook_quotes_the_many_chains_and_unit_sizes_results():
+    """The cookbook's figures for many short chains and for one n per unit are the benchmarks'."""
+    chains = json.loads((RESULTS / "many_chains.json").read_text(), parse_constant=float)["rows"]
+    many = [r for r in chains if r["backend"] == "cpu" and r["path"] != "1 chain"]
+    largest = max(many, key=lambda r: r["n"])
+    vs = sorted(r["vs 1 chain"] for r in many)
+    claims = {
+        "many-chains.md": [
+            f"at n = 10⁴, {largest['chains']} chains of {largest['warmup']} + {largest['draws']} give nested "
+            f"R̂ {largest['nested R̂']:.2f}",
+            f"{vs[0]:.2f}–{vs[-1]:.2f}× its ESS/s",
+        ],
+    }
+    assert largest["n"] == 10_000
+    units = json.loads((RESULTS / "unit_sizes.json").read_text())["rows"]
+    ratios = [r["ratio"] for r in units]
+    assert 2.5 <= min(ratios) and max(ratios) < 3.5  # "about 3×"
+    claims["per-unit.md"] = [
+        "linear in G, about 3× an iteration of",
+        f"{units[-1]['rj_s'] * 1e3:.0f} ms per iteration at {units[-1]['G']:,} units of "
+        f"{units[-1]['slots'] // units[-1]['G']} slots".replace(",", " "),
+    ]
+    for page, page_claims in claims.items():
+        text = " ".join((ROOT / "docs" / "cookbook" / page).read_text().split())
+        missing = [claim for claim in page_claims if claim not in text]
+        assert not missing, f"docs/cookbook/{page} should say:\n" + "\n".join(missing)
