@@ -189,3 +189,25 @@ def test_cookbook_quotes_the_many_chains_and_unit_sizes_results():
         text = " ".join((ROOT / "docs" / "cookbook" / page).read_text().split())
         missing = [claim for claim in page_claims if claim not in text]
         assert not missing, f"docs/cookbook/{page} should say:\n" + "\n".join(missing)
+
+
+def test_docs_quote_the_atus_ridge_and_poisson_cdf_results():
+    """The unknown-n cookbook's ATUS figures and the architecture page's speed-up of the Poisson CDF are
+    those of their benchmark files."""
+    atus = json.loads((RESULTS / "atus_ridge_eps_n0.1.json").read_text())
+    joint, ridge = atus["rows"][1:]
+    draws = 4 * atus["settings"]["samples"]
+    oracle_sd, time = atus["oracle"]["sd_n"], _ratio(ridge["seconds"] / joint["seconds"])
+    cookbook = (
+        f"the joint moves alone give an ESS of n of {joint['ESS n']:.0f} per {_count(draws)} draws and "
+        f"too narrow a posterior (sd of n {joint['sd n']:.1f} against {oracle_sd:.1f}), three ridge moves "
+        f"an ESS of {_count(ridge['ESS n'])} and sd {ridge['sd n']:.1f} at {time} the time"
+    )
+    cdf = json.loads((RESULTS / "poisson_cdf.json").read_text())["rows"]
+    million = next(r for r in cdf if float(r["rate"]) == 1e6)
+    speedup = float(f"{million['gammaincc ns/value'] / million['dpjax ns/value']:.2g}")
+    architecture = f"{speedup:.0f}× faster than `gammaincc` at 10⁶"
+    for page, claim in [("cookbook/unknown-n.md", cookbook), ("architecture.md", architecture)]:
+        assert claim in " ".join((ROOT / "docs" / page).read_text().split()), (
+            f"docs/{page} should say: {claim}"
+        )
