@@ -278,9 +278,17 @@ def test_docs_quote_the_atus_ridge_and_poisson_cdf_results():
     joint = (
         f"five make an iteration {min(dearer):.1f}–{max(dearer):.1f}× dearer (Bernoulli records, n = 10²–10⁵"
     )
+    table1 = json.loads((RESULTS / "awan-table1.json").read_text())
+    cells = next(v for k, v in table1["tables"].items() if k.startswith("Cells"))
+    plain = [c for c in cells if c["joint moves"] == 0 and c["ε_n"] != "∞"]
+    assert {c["ε_n"] for c in plain} == {"0.1", "1", "10"}
+    kept = table1["settings"]["iterations"] - table1["settings"]["burn_in"]
+    least = min(c["median ESS(n)"] for c in plain) // 100 * 100
+    precise = f"median ESS(n) is at least {_count(least)} per {_count(kept)} draws without them"
     claims = [
         ("cookbook/unknown-n.md", cookbook),
         ("cookbook/unknown-n.md", joint),
+        ("cookbook/unknown-n.md", precise),
         ("architecture.md", architecture),
     ]
     for page, claim in claims:
