@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,37 +59,45 @@ def test_notebooks_are_stored_executed():
         assert any(o.get("output_type") == "display_data" for c in code for o in c.outputs), path.name
 
 
+def _read(name, folder=RESULTS):
+    """The results file ``<folder>/<name>.json``."""
+    return json.loads((folder / f"{name}.json").read_text())
+
+
+def _says(page, claims):
+    """Assert that ``docs/<page>`` (whitespace folded) says every claim, naming those it does not."""
+    text = " ".join((ROOT / "docs" / page).read_text().split())
+    missing = [claim for claim in claims if claim not in text]
+    assert not missing, f"docs/{page} should say:\n" + "\n".join(missing)
+    return text
+
+
 def _passed(name, quantity=""):
     """``"k of m"``: of the judged rows of ``name``'s results file whose quantity ends with ``quantity``,
     ``k`` passed."""
-    rows = json.loads((RESULTS / f"{name}.json").read_text())["comparison"]
+    rows = _read(name)["comparison"]
     verdicts = [r["verdict"] for r in rows if r["quantity"].endswith(quantity) and r["verdict"] != "—"]
     return f"{verdicts.count('pass')} of {len(verdicts)}"
 
 
 def _failing(name):
     """The quantities (without their cell) of the rows of ``name``'s results file that failed."""
-    rows = json.loads((RESULTS / f"{name}.json").read_text())["comparison"]
+    rows = _read(name)["comparison"]
     return {r["quantity"].split(": ")[-1] for r in rows if r["verdict"] == "fail"}
 
 
 def _table2_schedule_claims():
     """What the notes say of Table 2 on the seed's MCEM schedule (`lab/table2_seed_schedule.py`), next to
     the seed's Table 2 at ε_n = 1 (as `awan-table2-seed-code` carries it)."""
-    import numpy as np
-
     lab = ROOT / "lab" / "results"
-    short = json.loads((lab / "table2_seed_schedule.json").read_text())
-    long = json.loads((lab / "table2_seed_schedule_670.json").read_text())
+    short = _read("table2_seed_schedule", lab)
+    long = _read("table2_seed_schedule_670", lab)
     assert short["settings"]["eps_n"] == long["settings"]["eps_n"] == 1.0
     rounds = short["settings"]["rounds"]
     tau = np.array([r[f"τ after {rounds} M-steps"] for r in short["rows"]])
     beta = np.array([[float(b) for b in r["β at the end"].split(",")] for r in short["rows"]])
     beta_sd = beta.std(axis=0, ddof=1)
-    seed = {
-        r["quantity"]: r["seed"]
-        for r in json.loads((RESULTS / "awan-table2-seed-code.json").read_text())["comparison"]
-    }
+    seed = {r["quantity"]: r["seed"] for r in _read("awan-table2-seed-code")["comparison"]}
     seed_sd = [seed[f"ε_n=1: sd of θ̂ β{j}"] for j in range(3)]
     later = long["settings"]["rounds"]
     assert len(long["rows"]) == 3  # "on three releases"
@@ -113,8 +122,7 @@ def test_seed_notes_quote_the_results_files():
     """The notes on the seeds are prose, so their counts of verdicts are typed by hand: each must be the
     committed results file's (a regenerated result that moves one fails here until the text follows), and
     no count may appear that this test does not check."""
-    text = " ".join((ROOT / "docs" / "seeds.md").read_text().split())
-    code_mu = json.loads((RESULTS / "awan-table1-code-mu.json").read_text())["comparison"]
+    code_mu = _read("awan-table1-code-mu")["comparison"]
     failing = [r for r in code_mu if r["quantity"].endswith(": E β0") and r["verdict"] == "fail"]
     assert len(failing) == 4 and all(r["quantity"].startswith("ε_s=1,") for r in failing)
     below = [r["seed"] - r["dpjax"] for r in failing]
@@ -131,13 +139,12 @@ def test_seed_notes_quote_the_results_files():
         "sign)",
     ]
     claims += _table2_schedule_claims()
-    missing = [claim for claim in claims if claim not in text]
-    assert not missing, "docs/seeds.md should say:\n" + "\n".join(missing)
+    text = _says("seeds.md", claims)
     counts = re.findall(r"\d+ of \d+", text)
     checked = re.findall(r"\d+ of \d+", " ".join(claims))
     assert sorted(counts) == sorted(checked), "a count in docs/seeds.md that no claim here checks"
     # what the notes say of the failing rows
-    seed_code = json.loads((RESULTS / "awan-table1-seed-code.json").read_text())["comparison"]
+    seed_code = _read("awan-table1-seed-code")["comparison"]
     remain = [r["quantity"] for r in seed_code if r["verdict"] == "fail"]
     assert len(remain) == 3 and all(re.search(r"ε_n=0\.0?01: Var n$", q) for q in remain), remain
     assert "the three that remain are Var n at ε_n ≤ 0.01" in text
@@ -146,15 +153,14 @@ def test_seed_notes_quote_the_results_files():
 
 def test_guarantees_quote_the_sbc_results():
     """The guarantees page's count of float32 chains that left the support is the SBC results file's."""
-    cases = json.loads((RESULTS / "sbc_seed_models.json").read_text())["cases"]
+    cases = _read("sbc_seed_models")["cases"]
 
     def lost(case):
         return [cases[case]["simulations"] - v["simulations"] for v in cases[case]["verdicts"]]
 
     f32, runs = lost("awan-unknown-n-rj-float32"), cases["awan-unknown-n-rj-float32"]["simulations"]
     claim = f"({min(f32)}–{max(f32)} of {runs} simulated releases"
-    text = " ".join((ROOT / "docs" / "guarantees.md").read_text().split())
-    assert claim in text, f"docs/guarantees.md should say: {claim}"
+    _says("guarantees.md", [claim])
     assert cases["awan-unknown-n-rj"]["dtype"] == "float64" and not any(lost("awan-unknown-n-rj"))
 
 
@@ -170,7 +176,7 @@ def _count(x):
 def test_cookbook_quotes_the_table1_ridge_results():
     """The cookbook's figures for the moves of n (prose, typed by hand) are those of
     `benchmarks/results/table1_ridge.json` and `lab/results/table1_start_check.json`."""
-    bench = json.loads((RESULTS / "table1_ridge.json").read_text())
+    bench = _read("table1_ridge")
     rows = {r["ridge moves; joint moves"]: r for r in bench["rows"]}
     old, default = rows["840f5ad: no size jumps, no ridge moves; 5 joint"], rows["none; 5 joint"]
     exact = rows["3, exact statistics; 5 joint"]
@@ -189,7 +195,7 @@ def test_cookbook_quotes_the_table1_ridge_results():
     # the curve runs the table's best row: the text says which of the two that was
     first = at[0.001]["ridge moves; joint moves"] == five["ridge moves; joint moves"]
     per_iteration = (exact["seconds"] / exact["iterations"]) / (default["seconds"] / default["iterations"])
-    keys = json.loads((ROOT / "lab" / "results" / "table1_start_check.json").read_text())["rows"]
+    keys = _read("table1_start_check", ROOT / "lab" / "results")["rows"]
     fixed = [r for r in keys if r["run"].startswith("best (d6262d4)")]
     slow = [r for r in keys if r["run"].startswith("HEAD (d6262d4), size_jumps=0")]
     fixed, slow = (sorted(rs, key=lambda r: r["key"]) for rs in (fixed, slow))
@@ -224,14 +230,12 @@ def test_cookbook_quotes_the_table1_ridge_results():
         + ", ".join(_ratio(g) for g in gain[:-1])
         + f" and {_ratio(gain[-1])}",
     ]
-    text = " ".join((ROOT / "docs" / "cookbook" / "unknown-n.md").read_text().split())
-    missing = [claim for claim in claims if claim not in text]
-    assert not missing, "docs/cookbook/unknown-n.md should say:\n" + "\n".join(missing)
+    _says("cookbook/unknown-n.md", claims)
 
 
 def test_cookbook_quotes_the_many_chains_and_unit_sizes_results():
     """The cookbook's figures for many short chains and for one n per unit are the benchmarks'."""
-    chains = json.loads((RESULTS / "many_chains.json").read_text(), parse_constant=float)["rows"]
+    chains = _read("many_chains")["rows"]
     many = [r for r in chains if r["backend"] == "cpu" and r["path"] != "1 chain"]
     largest = max(many, key=lambda r: r["n"])
     vs = sorted(r["vs 1 chain"] for r in many)
@@ -243,7 +247,7 @@ def test_cookbook_quotes_the_many_chains_and_unit_sizes_results():
         ],
     }
     assert largest["n"] == 10_000
-    units = json.loads((RESULTS / "unit_sizes.json").read_text())["rows"]
+    units = _read("unit_sizes")["rows"]
     ratios = [r["ratio"] for r in units]
     assert 2.5 <= min(ratios) and max(ratios) < 3.5  # "about 3×"
     claims["per-unit.md"] = [
@@ -252,15 +256,13 @@ def test_cookbook_quotes_the_many_chains_and_unit_sizes_results():
         f"{units[-1]['slots'] // units[-1]['G']} slots".replace(",", " "),
     ]
     for page, page_claims in claims.items():
-        text = " ".join((ROOT / "docs" / "cookbook" / page).read_text().split())
-        missing = [claim for claim in page_claims if claim not in text]
-        assert not missing, f"docs/cookbook/{page} should say:\n" + "\n".join(missing)
+        _says(f"cookbook/{page}", page_claims)
 
 
 def test_docs_quote_the_atus_ridge_and_poisson_cdf_results():
     """The unknown-n cookbook's ATUS figures and the architecture page's speed-up of the Poisson CDF are
     those of their benchmark files."""
-    atus = json.loads((RESULTS / "atus_ridge_eps_n0.1.json").read_text())
+    atus = _read("atus_ridge_eps_n0.1")
     joint, ridge = atus["rows"][1:]
     draws = 4 * atus["settings"]["samples"]
     oracle_sd, time = atus["oracle"]["sd_n"], _ratio(ridge["seconds"] / joint["seconds"])
@@ -269,29 +271,21 @@ def test_docs_quote_the_atus_ridge_and_poisson_cdf_results():
         f"too narrow a posterior (sd of n {joint['sd n']:.1f} against {oracle_sd:.1f}), three ridge moves "
         f"an ESS of {_count(ridge['ESS n'])} and sd {ridge['sd n']:.1f} at {time} the time"
     )
-    cdf = json.loads((RESULTS / "poisson_cdf.json").read_text())["rows"]
+    cdf = _read("poisson_cdf")["rows"]
     million = next(r for r in cdf if float(r["rate"]) == 1e6)
     speedup = float(f"{million['gammaincc ns/value'] / million['dpjax ns/value']:.2g}")
     architecture = f"{speedup:.0f}× faster than `gammaincc` at 10⁶"
-    cost = json.loads((RESULTS / "unknown_n.json").read_text())["cost"]
+    cost = _read("unknown_n")["cost"]
     dearer = [r["record_ns_joint"] / r["record_ns"] for r in cost if r["n"] <= 100_000]
     joint = (
         f"five make an iteration {min(dearer):.1f}–{max(dearer):.1f}× dearer (Bernoulli records, n = 10²–10⁵"
     )
-    table1 = json.loads((RESULTS / "awan-table1.json").read_text())
+    table1 = _read("awan-table1")
     cells = next(v for k, v in table1["tables"].items() if k.startswith("Cells"))
     plain = [c for c in cells if c["joint moves"] == 0 and c["ε_n"] != "∞"]
     assert {c["ε_n"] for c in plain} == {"0.1", "1", "10"}
     kept = table1["settings"]["iterations"] - table1["settings"]["burn_in"]
     least = min(c["median ESS(n)"] for c in plain) // 100 * 100
     precise = f"median ESS(n) is at least {_count(least)} per {_count(kept)} draws without them"
-    claims = [
-        ("cookbook/unknown-n.md", cookbook),
-        ("cookbook/unknown-n.md", joint),
-        ("cookbook/unknown-n.md", precise),
-        ("architecture.md", architecture),
-    ]
-    for page, claim in claims:
-        assert claim in " ".join((ROOT / "docs" / page).read_text().split()), (
-            f"docs/{page} should say: {claim}"
-        )
+    _says("cookbook/unknown-n.md", [cookbook, joint, precise])
+    _says("architecture.md", [architecture])
