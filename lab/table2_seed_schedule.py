@@ -31,9 +31,7 @@ from numpyro.infer import MCMC
 
 import dpjax.models as m
 from dpjax.infer import ReversibleJumpKernel, mcem
-from dpjax.reproduce.unknown_n import CAPACITY, CODE_MU, N, confidential_regression_data
-
-TAU_CAP = 1e4  # awan-table2's
+from dpjax.reproduce.unknown_n import CAPACITY, CODE_MU, TAU_CAP, N, confidential_regression_data
 
 
 def m_step(records, weights):
