@@ -246,6 +246,15 @@ SLOW_TESTS = (
     "tests/test_soma.py::test_beta_bernoulli_exact_posterior[strong-n3]",
     "dpjax/infer/reversible_jump.py::dpjax.infer.reversible_jump.ReversibleJumpKernel",
     "dpjax/infer/data_augmentation.py::dpjax.infer.data_augmentation.DataAugmentationKernel",
+    # issue 86's stop of 2026-12-08: fresh-clone CI at 770–871 s on the 900 s budget. Each moved test
+    # has a default sibling: the SlowMixingWarning through DA (test_record_sweeps) and pseudo-marginal
+    # chains; SOMA's exact tests (test_soma, test_record_sweeps) and its per-unit refusal (split out);
+    # one n per unit's exact test; the surrogate transitions with one ridge step; test_superchains
+    "tests/test_slow_mixing.py::test_the_kept_draws_of_a_slow_sampler_name_its_site",
+    "tests/test_grouped.py::test_soma_swaps_within_units_and_matches_the_exact_posterior",
+    "tests/test_unit_sizes.py::test_one_n_per_unit_without_noisy_sizes_and_with_nuts",
+    "tests/test_unknown_n.py::test_exact_posterior_with_continuous_records_and_ridge_moves[3-0.8-True-2-3]",
+    "dpjax/infer/superchains.py::dpjax.infer.superchains.superchain_init",
     # docstring examples whose engines have a default test (the docs build runs them too)
     "dpjax/models/poisson.py::dpjax.models.poisson.poisson_count",
     "dpjax/compositional/diagnostics.py::dpjax.compositional.diagnostics.censored_moments",

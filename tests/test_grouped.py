@@ -275,7 +275,7 @@ def test_a_hierarchical_model_of_unit_rates_matches_the_exact_posterior():
 
 def test_soma_swaps_within_units_and_matches_the_exact_posterior():
     """SOMA scores an offer against the records of its own unit: the records' law may vary by unit
-    (λ_g), only not within one (a per-record covariate is refused before any draws)."""
+    (λ_g), only not within one (test_soma_refuses_records_whose_law_varies_within_a_unit)."""
     mcmc = MCMC(DataAugmentationKernel(county, noncentred_moves=0, record_update="soma"), num_warmup=300,
                 num_samples=1000, num_chains=2, chain_method="vectorized", progress_bar=False)  # fmt: skip
     mcmc.run(jax.random.key(3), jnp.asarray(H_UNITS), jnp.asarray(H_RELEASE))
@@ -285,6 +285,11 @@ def test_soma_swaps_within_units_and_matches_the_exact_posterior():
         test = mcse_z_test(values, exact)
         assert test.passed, test
     assert not mcse_z_test(draws["lam"][..., 1], lam1 + 0.1).passed
+
+
+def test_soma_refuses_records_whose_law_varies_within_a_unit():
+    """A per-record covariate: SOMA's swap within a unit would be wrong, so it is refused before any
+    draws."""
 
     def covariate(units, s=None):
         lam = numpyro.sample("lam", dist.Gamma(2.0, 1.0))
