@@ -289,3 +289,61 @@ def test_docs_quote_the_atus_ridge_and_poisson_cdf_results():
     precise = f"median ESS(n) is at least {_count(least)} per {_count(kept)} draws without them"
     _says("cookbook/unknown-n.md", [cookbook, joint, precise])
     _says("architecture.md", [architecture])
+
+
+def _index_rows(folder):
+    """The rows of ``<folder>/README.md``'s index tables: per cell, its text and its backticked names."""
+    rows = []
+    for line in (ROOT / folder / "README.md").read_text().splitlines():
+        if line.startswith("| ") and not line.startswith("|---"):
+            rows.append([(cell, re.findall(r"`([^`]+)`", cell)) for cell in line.strip("| ").split(" | ")])
+    return rows
+
+
+def _expand(name):
+    """``a_{b,c}.{md,json}`` → the names it stands for."""
+    match = re.search(r"\{([^{}]*)\}", name)
+    if not match:
+        return [name]
+    head, tail = name[: match.start()], name[match.end() :]
+    return [n for part in match[1].split(",") for n in _expand(head + part + tail)]
+
+
+def _named_files(row):
+    """The files a row of an index names: scripts and results, ``_suffix.md`` read as the row's script's
+    results under that suffix; left out: outputs named by the command (``--out``), files outside the
+    repository (``shared/``) and cells that say their files are not there (GPU runs "to run", "none
+    committed")."""
+    words = [w for _, names in row for name in names for w in name.split()]
+    stem = next((Path(w).stem for w in words if w.endswith(".py")), "")
+    for text, names in row:
+        if "to run" in text or "none committed" in text:
+            continue
+        for name in names:
+            parts = name.split()
+            for before, word in zip(["", *parts], parts):
+                if before == "--out" or word.startswith("shared/") or "<" in word:
+                    continue
+                if re.search(r"\.(py|md|json|png|log)$", word):
+                    yield from _expand(stem + word if word.startswith("_") else word)
+
+
+@pytest.mark.parametrize("folder", ["lab", "benchmarks"])
+def test_the_lab_and_benchmark_indexes_name_files_that_exist(folder):
+    """Every script in ``lab/`` and ``benchmarks/`` has a row in its folder's index, and every script and
+    results file a row names exists: a renamed or deleted file would otherwise leave the index pointing
+    nowhere. Fails on a name edited to be wrong."""
+    here = ROOT / folder
+    rows = _index_rows(folder)
+    words = [w for row in rows for _, names in row for name in names for w in name.split()]
+    scripts = {Path(w).name for w in words if w.endswith(".py")}
+    unindexed = sorted(p.name for p in here.glob("*.py") if p.name not in scripts | {"_common.py"})
+    assert not unindexed, f"{folder}/README.md has no row for {unindexed}"
+    places = [ROOT, *(ROOT / f / sub for f in ("lab", "benchmarks") for sub in ("", "results"))]
+    missing = [
+        name
+        for row in rows
+        for name in _named_files(row)
+        if not any(any(p.glob(name)) for p in places) and not any(ROOT.glob(f"dpjax/**/{name}"))
+    ]
+    assert not missing, f"{folder}/README.md names files that do not exist: {missing}"
