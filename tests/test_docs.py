@@ -309,13 +309,17 @@ def _expand(name):
     return [n for part in match[1].split(",") for n in _expand(head + part + tail)]
 
 
+def _words(row):
+    """The words of a row's backticked names."""
+    return [w for _, names in row for name in names for w in name.split()]
+
+
 def _named_files(row):
     """The files a row of an index names: scripts and results, ``_suffix.md`` read as the row's script's
     results under that suffix; left out: outputs named by the command (``--out``), files outside the
     repository (``shared/``) and cells that say their files are not there (GPU runs "to run", "none
     committed")."""
-    words = [w for _, names in row for name in names for w in name.split()]
-    stem = next((Path(w).stem for w in words if w.endswith(".py")), "")
+    stem = next((Path(w).stem for w in _words(row) if w.endswith(".py")), "")
     for text, names in row:
         if "to run" in text or "none committed" in text:
             continue
@@ -335,8 +339,7 @@ def test_the_lab_and_benchmark_indexes_name_files_that_exist(folder):
     nowhere. Fails on a name edited to be wrong."""
     here = ROOT / folder
     rows = _index_rows(folder)
-    words = [w for row in rows for _, names in row for name in names for w in name.split()]
-    scripts = {Path(w).name for w in words if w.endswith(".py")}
+    scripts = {Path(w).name for row in rows for w in _words(row) if w.endswith(".py")}
     unindexed = sorted(p.name for p in here.glob("*.py") if p.name not in scripts | {"_common.py"})
     assert not unindexed, f"{folder}/README.md has no row for {unindexed}"
     places = [ROOT, *(ROOT / f / sub for f in ("lab", "benchmarks") for sub in ("", "results"))]
